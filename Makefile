@@ -1,0 +1,23 @@
+# The README's commands.  Both install what they need first (idempotent).
+VENV := .venv
+TESTBED := $(VENV)/bin/testbed
+
+.PHONY: install run test test-unit clean selftest
+
+install:
+	bash scripts/install.sh
+
+run: install
+	$(TESTBED) selftest topologies/quickstart.yaml
+
+test: install
+	$(VENV)/bin/python -m pytest tests
+
+test-unit: install
+	$(VENV)/bin/python -m pytest tests/unit
+
+selftest: install
+	$(TESTBED) selftest
+
+clean:
+	$(TESTBED) clean

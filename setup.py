@@ -1,0 +1,18 @@
+from setuptools import find_packages, setup
+
+setup(
+    name="geo-testbed",
+    version="0.1.0",
+    description="Mininet testbed for distributed machine learning across emulated WANs",
+    packages=find_packages(include=["testbed", "testbed.*", "agents", "agents.*"]),
+    package_data={"testbed.presets": ["*.csv"]},
+    python_requires=">=3.9",
+    install_requires=[
+        "mininet==2.3.0.dev6",
+        "click>=8.0",
+        "pyyaml>=6.0",
+        "rich>=12",
+    ],
+    extras_require={"test": ["pytest>=7", "pytest-timeout"]},
+    entry_points={"console_scripts": ["testbed=testbed.cli:main"]},
+)

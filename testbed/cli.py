@@ -1,0 +1,195 @@
+"""The `testbed` command: parse, call, print.
+
+Errors a user can cause are one sentence on stderr and exit code 2 (bad
+input) or 1 (the machine cannot do it); never a traceback.
+"""
+
+import signal
+import sys
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from testbed import spec as specmod
+from testbed.emulation.capability import DELAY_BACKENDS, CapabilityError
+from testbed.units import format_rate, format_time
+
+# Not a terminal (a pipe, a log file): wide enough that tables do not wrap.
+out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+EXIT_BAD_INPUT = 2
+EXIT_CANNOT = 1
+
+
+def fail(message, code=EXIT_BAD_INPUT):
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+def load_spec(path):
+    try:
+        return specmod.load(path)
+    except specmod.SpecError as e:
+        fail(f"{path}: {e}")
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def tear_down_on_signals():
+    """SIGTERM and SIGHUP unwind like Ctrl-C, so `finally` blocks clean up."""
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGHUP, _interrupt)
+
+
+def links_table(spec, title):
+    table = Table(title=title, title_justify="left")
+    for col in ("link", "direction", "rate", "delay", "jitter", "loss", "queue"):
+        table.add_column(col)
+    for link in spec.wan:
+        for src, dst, d in ((link.a, link.b, link.ab), (link.b, link.a, link.ba)):
+            table.add_row(link.name + (f" ({link.preset})" if link.preset else ""),
+                          f"{src} -> {dst}", format_rate(d.rate), format_time(d.delay),
+                          format_time(d.jitter), f"{d.loss * 100:g}%", f"{d.queue} B")
+    return table
+
+
+backend_option = click.option("--delay-backend", type=click.Choice(DELAY_BACKENDS), default="auto",
+                              show_default=True,
+                              help="what emulates delay and loss: kernel netem or the userspace "
+                                   "delay line; auto takes netem where the kernel has it")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def main():
+    """geo-testbed: emulated WANs for distributed machine learning."""
+
+
+@main.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+def validate(file):
+    """Check a topo.yaml and show what it describes."""
+    spec = load_spec(file)
+    dcs = ", ".join(f"{d.name} ({d.servers} servers, {d.workers} workers)" for d in spec.datacenters)
+    out.print(f"[bold]{spec.name}[/]: {len(spec.datacenters)} data centers: {dcs}")
+    out.print(links_table(spec, "WAN links"))
+    out.print(f"{file}: valid")
+
+
+@main.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@backend_option
+def net(file, delay_backend):
+    """Bring the network up with a console to poke it; `exit` tears it down."""
+    from testbed.emulation import network
+    from testbed.netconsole import NetConsole
+
+    spec = load_spec(file)
+    tear_down_on_signals()
+    emulated = _build(network, spec, delay_backend)
+    try:
+        out.print(f"network up: run {emulated.state.run_id}, delay by "
+                  f"{emulated.backend.name} ({emulated.backend.description})")
+        out.print(links_table(spec, "WAN links"))
+        NetConsole(emulated, sys.stdout).cmdloop()
+    except KeyboardInterrupt:
+        out.print("\ninterrupted")
+    finally:
+        emulated.stop()
+        out.print("network torn down")
+
+
+def _build(network, spec, delay_backend):
+    try:
+        return network.build(spec, delay_backend=delay_backend)
+    except CapabilityError as e:
+        fail(str(e), EXIT_CANNOT)
+    except KeyboardInterrupt:
+        fail("interrupted while building the network; everything it created was removed",
+             EXIT_CANNOT)
+
+
+@main.command()
+def doctor():
+    """Check this machine for everything the testbed needs, with a fix for each gap."""
+    from testbed.emulation import capability
+
+    table = Table(title="testbed doctor", title_justify="left")
+    for col in ("check", "status", "detail", "fix"):
+        table.add_column(col)
+    bad = False
+    for c in capability.checks():
+        status = "[green]ok[/]" if c.ok else ("[red]missing[/]" if c.essential else "[yellow]warn[/]")
+        bad |= c.essential and not c.ok
+        table.add_row(c.name, status, c.detail, "" if c.ok else c.fix)
+    out.print(table)
+    if bad:
+        fail("some essentials are missing; apply the fixes above", EXIT_CANNOT)
+    out.print("ready to emulate")
+
+
+@main.command()
+@click.argument("file", type=click.Path(dir_okay=False), required=False)
+@backend_option
+@click.option("--seconds", default=5.0, show_default=True, help="length of each iperf3 run")
+def selftest(file, delay_backend, seconds):
+    """Build a network (a 2-DC one, or FILE's) and check every WAN link's RTT
+    and throughput against its configuration."""
+    from testbed import selftest as st
+    from testbed.emulation import capability
+
+    spec = load_spec(file) if file else None
+    tear_down_on_signals()
+    try:
+        capability.require_network_capabilities()
+        with out.status("measuring") as status:
+            backend, results = st.run(spec, delay_backend, seconds,
+                                      progress=lambda text: status.update(f"measuring {text}"))
+    except CapabilityError as e:
+        fail(str(e), EXIT_CANNOT)
+    except KeyboardInterrupt:
+        fail("interrupted; the network was removed", EXIT_CANNOT)
+    relays = any(r.relay_cpu is not None for r in results)
+    table = Table(title=f"selftest of {spec.name if spec else 'a 2-DC network'} "
+                        f"(delay backend: {backend})", title_justify="left")
+    for col in ("measurement", "expected", "measured", "measured/expected", "ok") + \
+            (("relay CPU",) if relays else ()):
+        table.add_column(col)
+    for r in results:
+        show = (lambda v: f"{v * 1e3:.2f} ms") if r.unit == "s" else (lambda v: f"{v / 1e6:.2f} Mbit/s")
+        row = [r.what, show(r.expected), show(r.measured), f"{r.ratio:.3f}",
+               "[green]yes[/]" if r.ok else "[red]no[/]"]
+        if relays:
+            row.append("" if r.relay_cpu is None else f"{r.relay_cpu * 100:.1f}%")
+        table.add_row(*row)
+    out.print(table)
+    out.print("expected goodput = wire rate x 1448/1514 (TCP payload per full frame); "
+              "expected RTT = sum of both one-way delays"
+              + ("; relay CPU = share of one core while that direction runs at full rate"
+                 if relays else ""))
+    if not all(r.ok for r in results):
+        fail("the emulated links are off their configuration", EXIT_CANNOT)
+
+
+@main.command()
+@click.option("--all", "include_running", is_flag=True,
+              help="also remove runs whose runner is still alive")
+def clean(include_running):
+    """Remove what crashed or killed runs left behind (namespaces, links, processes)."""
+    from testbed.emulation import capability, state
+
+    if not capability.is_root():
+        fail("testbed clean needs root: run it with sudo", EXIT_CANNOT)
+    report, skipped = state.clean(include_running)
+    for rid, removed in report.items():
+        out.print(f"run {rid}: stopped {removed['processes']} processes, removed "
+                  f"{len(removed['links'])} links")
+    for rid in sorted(skipped):
+        out.print(f"run {rid}: still running; left alone (use --all to remove it)")
+    if not report:
+        out.print("nothing to clean")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,144 @@
+"""What this machine can emulate: tools, kernel qdiscs, settings.
+
+Each check says what is missing and how to fix it; `testbed doctor` prints
+them all and the network builder refuses to start without the essentials.
+"""
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+TOOLS = {
+    "mnexec": "apt-get install mininet (or run scripts/install.sh)",
+    "brctl": "apt-get install bridge-utils",
+    "iperf3": "apt-get install iperf3",
+    "ethtool": "apt-get install ethtool",
+    "tc": "apt-get install iproute2",
+    "ip": "apt-get install iproute2",
+    "ping": "apt-get install iputils-ping",
+}
+QDISCS = ("htb", "netem", "bfifo")
+BRIDGE_NF = ("iptables", "ip6tables", "arptables")
+DELAY_BACKENDS = ("auto", "netem", "relay")
+
+
+class CapabilityError(RuntimeError):
+    """Something the machine lacks; the message says what and how to fix it."""
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+    essential: bool = True
+
+
+def is_root():
+    return os.geteuid() == 0
+
+
+def missing_tools():
+    return [t for t in TOOLS if shutil.which(t) is None]
+
+
+def qdisc_available(kind):
+    """Try the qdisc on the loopback of a throwaway namespace: exact, and the
+    namespace dies with the command, so nothing is ever left behind."""
+    if not is_root() or shutil.which("unshare") is None or shutil.which("tc") is None:
+        return False
+    args = {"htb": "handle 1: htb", "netem": "netem delay 1ms", "bfifo": "bfifo limit 10000"}[kind]
+    r = subprocess.run(["unshare", "-n", "sh", "-c", f"tc qdisc add dev lo root {args}"],
+                       capture_output=True)
+    return r.returncode == 0
+
+
+def bridge_nf_settings():
+    """{table: value} for the bridge-netfilter sysctls present (module loaded)."""
+    values = {}
+    for t in BRIDGE_NF:
+        path = f"/proc/sys/net/bridge/bridge-nf-call-{t}"
+        try:
+            with open(path) as f:
+                values[t] = int(f.read().strip())
+        except OSError:
+            pass
+    return values
+
+
+def disable_bridge_nf():
+    for t, v in bridge_nf_settings().items():
+        if v:
+            with open(f"/proc/sys/net/bridge/bridge-nf-call-{t}", "w") as f:
+                f.write("0\n")
+
+
+def choose_delay_backend(requested="auto"):
+    """netem where the kernel has it, else the userspace delay line."""
+    if requested not in DELAY_BACKENDS:
+        raise CapabilityError(f"unknown delay backend {requested!r}; "
+                              f"choose one of {', '.join(DELAY_BACKENDS)}")
+    has_netem = qdisc_available("netem")
+    if requested == "netem" and not has_netem:
+        raise CapabilityError("the delay backend netem was asked for but this kernel has no "
+                              "sch_netem: load it (modprobe sch_netem; on Ubuntu install "
+                              "linux-modules-extra-$(uname -r)) or use --delay-backend relay")
+    if requested == "auto":
+        return "netem" if has_netem else "relay"
+    return requested
+
+
+def require_network_capabilities():
+    """Raise CapabilityError naming the first thing that stops a network build."""
+    if not is_root():
+        raise CapabilityError("building the emulated network needs root (Mininet creates "
+                              "namespaces and links): run it with sudo")
+    missing = missing_tools()
+    if missing:
+        raise CapabilityError(f"{missing[0]} is not installed: {TOOLS[missing[0]]}")
+    if not qdisc_available("htb"):
+        raise CapabilityError("this kernel has no sch_htb, which shapes every WAN link: "
+                              "load it with modprobe sch_htb")
+    try:
+        import mininet.net  # noqa: F401
+    except ImportError:
+        raise CapabilityError("the Python package mininet is missing: run scripts/install.sh "
+                              "(or pip install mininet==2.3.0.dev6)") from None
+
+
+def checks():
+    """Everything doctor reports, in order."""
+    out = [Check("root", is_root(), "running as root" if is_root() else "not root",
+                 "run testbed as root (sudo)")]
+    for tool, fix in TOOLS.items():
+        path = shutil.which(tool)
+        out.append(Check(tool, path is not None, path or "not found", fix))
+    try:
+        import mininet
+        out.append(Check("mininet (python)", True, os.path.dirname(mininet.__file__)))
+    except ImportError:
+        out.append(Check("mininet (python)", False, "not importable",
+                         "run scripts/install.sh (pip install mininet==2.3.0.dev6)"))
+    for kind in QDISCS:
+        ok = qdisc_available(kind)
+        essential = kind != "netem"
+        fix = {"netem": "optional: modprobe sch_netem (Ubuntu: install "
+                        "linux-modules-extra-$(uname -r)); without it the userspace delay line is used",
+               }.get(kind, f"modprobe sch_{kind}")
+        out.append(Check(f"qdisc {kind}", ok, "available" if ok else "missing", fix, essential))
+    nf = bridge_nf_settings()
+    bad = [t for t, v in nf.items() if v]
+    out.append(Check("bridge netfilter", not bad,
+                     "off" if not bad else f"bridge-nf-call-{'/'.join(bad)} = 1 (bridged traffic "
+                     "passes through iptables)",
+                     "sysctl -w net.bridge.bridge-nf-call-{iptables,ip6tables,arptables}=0 "
+                     "(the testbed also turns them off when it builds a network)", essential=False))
+    try:
+        backend = choose_delay_backend()
+        out.append(Check("delay backend", True, backend + (" (kernel sch_netem)" if backend == "netem"
+                                                             else " (userspace delay line)")))
+    except CapabilityError as e:
+        out.append(Check("delay backend", False, str(e)))
+    return out

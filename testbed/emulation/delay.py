@@ -1,0 +1,136 @@
+"""The two ways a WAN direction gets its delay, jitter and loss.
+
+Both sit behind the same small interface: the leaf qdisc under the link's
+HTB class, how to start, how to change a direction live, how to stop.
+
+* ``NetemDelay``: the kernel's sch_netem as the leaf; changes are
+  `tc qdisc change`.
+* ``RelayDelay``: a byte FIFO as the leaf (the bottleneck queue) and a
+  userspace relay process per link in a middle namespace that holds frames
+  for the delay (testbed.emulation.relay); changes are messages to it.
+"""
+
+import json
+import os
+import select
+import socket
+import subprocess
+import sys
+import time
+
+from testbed.emulation import shaping
+
+RELAY_START_TIMEOUT = 10.0
+
+
+class DelayError(RuntimeError):
+    pass
+
+
+class NetemDelay:
+    name = "netem"
+    uses_relays = False
+    description = "kernel sch_netem under each link's HTB class"
+
+    def leaf(self, dev, direction, verb="add"):
+        return shaping.netem_leaf(dev, direction, verb)
+
+    def start(self, net, plan, spec, state):
+        pass
+
+    def set(self, wan_plan, key, direction):
+        """Nothing beyond the leaf change: netem carries the delay itself."""
+
+    def stats(self):
+        return {}
+
+    def stop(self):
+        pass
+
+
+class RelayDelay:
+    name = "relay"
+    uses_relays = True
+    description = "userspace delay line (one relay process per WAN link)"
+
+    def __init__(self):
+        self.procs = {}      # link index -> Popen
+        self.sockets = {}    # link index -> control socket path
+
+    def leaf(self, dev, direction, verb="add"):
+        return shaping.fifo_leaf(dev, direction.queue, verb)
+
+    def start(self, net, plan, spec, state):
+        for w in plan.wan:
+            link = spec.wan[w.index]
+            node = net[w.relay]
+            sock = os.path.join(state.dir, f"relay-{w.index}.sock")
+            log = open(os.path.join(state.dir, f"relay-{w.index}.log"), "wb")
+            args = [sys.executable, "-m", "testbed.emulation.relay",
+                    "--a", w.relay_a, "--b", w.relay_b, "--control", sock,
+                    "--seed", str(w.index), "--tag", plan.prefix]
+            for key, d in (("ab", link.ab), ("ba", link.ba)):
+                args += [f"--{key}-delay", repr(d.delay), f"--{key}-jitter", repr(d.jitter),
+                         f"--{key}-loss", repr(d.loss)]
+            proc = node.popen(args, stdout=subprocess.PIPE, stderr=log)
+            log.close()
+            self.procs[w.index] = proc
+            self.sockets[w.index] = sock
+            state.note("pids", proc.pid)
+        deadline = time.monotonic() + RELAY_START_TIMEOUT
+        for index, proc in self.procs.items():
+            self._wait_ready(index, proc, deadline, state)
+
+    def _wait_ready(self, index, proc, deadline, state):
+        left = max(0.0, deadline - time.monotonic())
+        ready, _, _ = select.select([proc.stdout], [], [], left)
+        line = proc.stdout.readline() if ready else b""
+        if b'"ready"' not in line:
+            try:
+                with open(os.path.join(state.dir, f"relay-{index}.log"), errors="replace") as f:
+                    tail = f.read().strip().splitlines()[-1:]
+            except OSError:
+                tail = []
+            raise DelayError(f"the delay line of WAN link {index} did not start"
+                             + (f": {tail[0]}" if tail else ""))
+
+    def request(self, index, message):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(2.0)
+        try:
+            s.connect(self.sockets[index])
+            s.sendall((json.dumps(message) + "\n").encode())
+            reply = json.loads(s.makefile("rb").readline() or b"{}")
+        except (OSError, ValueError) as e:
+            raise DelayError(f"the delay line of WAN link {index} does not answer: {e}") from None
+        finally:
+            s.close()
+        if not reply.get("ok"):
+            raise DelayError(f"the delay line of WAN link {index} refused {message}: "
+                             f"{reply.get('error')}")
+        return reply
+
+    def set(self, wan_plan, key, direction):
+        self.request(wan_plan.index, {"op": "set", "dir": key, "delay": direction.delay,
+                                      "jitter": direction.jitter, "loss": direction.loss})
+
+    def stats(self):
+        return {i: self.request(i, {"op": "stats"}) for i in self.procs}
+
+    def stop(self):
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            if proc.stdout:
+                proc.stdout.close()
+        self.procs.clear()
+
+
+def make_backend(name):
+    return {"netem": NetemDelay, "relay": RelayDelay}[name]()

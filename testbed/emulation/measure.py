@@ -1,0 +1,92 @@
+"""Measurements on the emulated network with real tools: ping and iperf3.
+
+Used by `testbed selftest` and by the tests, which compare them with the
+configured link.  TCP goodput is compared with the wire rate times
+GOODPUT_SHARE: a full 1514-byte frame carries 1448 bytes of payload (TCP
+with timestamps at MTU 1500).
+"""
+
+import json
+import re
+import subprocess
+import time
+
+from testbed.emulation.network import NetworkError, run_in
+
+GOODPUT_SHARE = 1448 / 1514
+
+
+def ping_rtt(net, src, dst, count=10, interval=0.2):
+    """Median round-trip time in seconds from host src to host dst.  One
+    ping first warms ARP along the path, so it is not counted."""
+    node, ip = net.node(src), net.ip(dst)
+    run_in(node, ["ping", "-c", "1", "-W", "5", ip], check=False)
+    out = run_in(node, ["ping", "-n", "-c", str(count), "-i", str(interval), "-W", "5", ip],
+                 check=False)
+    rtts = sorted(float(m) / 1e3 for m in re.findall(r"time=([\d.]+) ms", out))
+    if not rtts:
+        raise NetworkError(f"no ping reply from {dst} ({ip}) to {src}")
+    return rtts[len(rtts) // 2]
+
+
+def start_iperf_server(net, host, port=5201):
+    node = net.node(host)
+    proc = node.popen(["iperf3", "-s", "-1", "-p", str(port)], stdout=subprocess.PIPE,
+                      stderr=subprocess.STDOUT)
+    # Wait for the listening socket rather than sleeping a guessed time.
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        out = run_in(node, ["ss", "-Hltn", f"sport = :{port}"], check=False)
+        if out.strip():
+            return proc
+        time.sleep(0.05)
+    proc.kill()
+    raise NetworkError(f"iperf3 server on {host} did not start")
+
+
+def acked_bytes(net, host, port):
+    """Bytes the peer has acknowledged on host's busiest TCP connection with
+    local port `port` (TCP's own count, from `ss -ti`)."""
+    out = run_in(net.node(host), ["ss", "-Hti", "state", "established", f"( sport = :{port} )"],
+                 check=False)
+    counts = [int(n) for n in re.findall(r"bytes_acked:(\d+)", out)]
+    return max(counts, default=0)
+
+
+def iperf3(net, src, dst, seconds=5.0, omit=1.0, interval=1.0, port=5201):
+    """TCP goodput from src to dst, with iperf3 generating the flow.
+
+    The goodput is the growth of TCP's acknowledged-bytes count at the
+    sender between the end of the omitted warm-up and the end of the run:
+    what the receiver's kernel took in, free of the swings of when the
+    receiving application reads its socket.  The client runs on dst in
+    reverse mode (-R), so the per-interval numbers are bytes read by the
+    receiver.  Returns (goodput bit/s, [bit/s per interval])."""
+    server = start_iperf_server(net, src, port)
+    client = net.node(dst).popen(
+        ["iperf3", "-c", net.ip(src), "-p", str(port), "-J", "-R", "-t", str(seconds),
+         "-O", str(omit), "-i", str(interval)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        time.sleep(omit)
+        t0, b0 = time.monotonic(), acked_bytes(net, src, port)
+        time.sleep(max(0.5, seconds - 0.2))
+        t1, b1 = time.monotonic(), acked_bytes(net, src, port)
+        out, err = client.communicate(timeout=seconds + 30)
+    finally:
+        for proc in (client, server):
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            proc.stdout.close()
+            if proc.stderr:
+                proc.stderr.close()
+    try:
+        result = json.loads(out)
+    except ValueError:
+        raise NetworkError(f"iperf3 {src} -> {dst} failed: {err.decode(errors='replace')[-300:]}") from None
+    if "error" in result:
+        raise NetworkError(f"iperf3 {src} -> {dst}: {result['error']}")
+    if b0 == 0 or b1 <= b0:
+        raise NetworkError(f"iperf3 {src} -> {dst}: no data flowed while measuring")
+    intervals = [i["sum"]["bits_per_second"] for i in result["intervals"] if not i["sum"]["omitted"]]
+    return (b1 - b0) * 8 / (t1 - t0), intervals

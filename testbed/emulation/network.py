@@ -1,0 +1,261 @@
+"""The emulated WAN in Mininet, built from a Spec.
+
+Per data center: one Linux bridge, one router host, the agent hosts.  WAN
+links join routers, through a delay-line namespace where the kernel lacks
+netem.  Each WAN direction is shaped at its sender's egress (HTB for the
+rate, the delay backend's leaf for delay/loss and the queue).  Routers get
+static routes along least-delay paths, so partial meshes work.
+
+`change_link` is the one way any later feature (traces, console,
+injection) alters a link while traffic flows: `tc ... change` and relay
+messages, never delete-and-re-add, which would reset queues and flows.
+"""
+
+import json
+import logging
+import re
+import shlex
+import subprocess
+import time
+
+from testbed.emulation import capability, shaping
+from testbed.emulation.delay import DelayError, make_backend
+from testbed.emulation.plan import make_plan
+from testbed.emulation.state import RunState, netns_inode, remove_run
+from testbed.spec import Direction
+from testbed.units import parse_rate
+
+log = logging.getLogger(__name__)
+OFFLOADS = ["tx", "off", "rx", "off", "tso", "off", "gso", "off", "gro", "off"]
+
+
+class NetworkError(RuntimeError):
+    """A step of building or changing the network failed."""
+
+
+def run_in(node, args, check=True):
+    """Run a command in a node's namespace; return its stdout."""
+    r = subprocess.run(["mnexec", "-a", str(node.pid)] + [str(a) for a in args],
+                       capture_output=True, text=True)
+    if check and r.returncode != 0:
+        raise NetworkError(f"{node.name}: `{shlex.join(map(str, args))}` failed: "
+                           f"{(r.stderr or r.stdout).strip()}")
+    return r.stdout
+
+
+class EmulatedNetwork:
+    """A running emulated WAN: nodes by display name and live link changes."""
+
+    def __init__(self, spec, plan, net, backend, state, link_log=None):
+        self.spec = spec
+        self.plan = plan
+        self.net = net
+        self.backend = backend
+        self.state = state
+        self.link_log = link_log
+        self.started = time.monotonic()
+        # (src_dc, dst_dc) -> Direction as currently configured
+        self.current = {}
+        for link in spec.wan:
+            self.current[(link.a, link.b)] = link.ab
+            self.current[(link.b, link.a)] = link.ba
+        self._stopped = False
+
+    # ---------------------------------------------------------- lookups
+
+    def node(self, name):
+        """The Mininet node of a display name (`virginia-w0`, `virginia-r`)."""
+        try:
+            return self.net[self.plan.host(name).node]
+        except KeyError:
+            raise KeyError(f"no host {name!r}; hosts: {', '.join(self.host_names())}") from None
+
+    def ip(self, name):
+        return self.plan.host(name).ip
+
+    def host_names(self, role=None):
+        return [h.name for h in self.plan.hosts if role is None or h.role == role]
+
+    def egress(self, src, dst):
+        """(router node, interface, WanPlan, key) for the direction src -> dst."""
+        w = self.plan.link(src, dst)
+        if (w.a, w.b) == (src, dst):
+            return self.net[self.plan.router(src).node], w.intf_a, w, "ab"
+        return self.net[self.plan.router(src).node], w.intf_b, w, "ba"
+
+    # ---------------------------------------------------------- changes
+
+    def change_link(self, a, b, both=True, rate=None, delay=None, jitter=None, loss=None,
+                    source="api"):
+        """Change a WAN link in place: direction a->b, and b->a too if `both`.
+        Values in bit/s, seconds, fraction; None leaves a value as it is.
+        Returns the new {(src, dst): Direction}."""
+        self.plan.link(a, b)  # raises KeyError for a pair without a link
+        pairs = [(a, b), (b, a)] if both else [(a, b)]
+        new = {}
+        for pair in pairs:
+            try:
+                new[pair] = self.current[pair].changed(rate, delay, jitter, loss)
+            except ValueError as e:
+                raise NetworkError(str(e)) from None
+        for pair, direction in new.items():
+            old = self.current[pair]
+            node, dev, w, key = self.egress(*pair)
+            if direction.rate != old.rate:
+                run_in(node, shaping.htb_change(dev, direction.rate))
+            if direction != old:
+                run_in(node, self.backend.leaf(dev, direction, verb="change"))
+            if (direction.delay, direction.jitter, direction.loss) != (old.delay, old.jitter, old.loss):
+                self.backend.set(w, key, direction)
+            self.current[pair] = direction
+            self._log_change(pair, direction, source)
+        return new
+
+    def _log_change(self, pair, d, source):
+        if not self.link_log:
+            return
+        event = {"t": round(time.monotonic() - self.started, 6), "wall": time.time(),
+                 "src": pair[0], "dst": pair[1], "rate": d.rate, "delay": d.delay,
+                 "jitter": d.jitter, "loss": d.loss, "queue": d.queue, "source": source}
+        with open(self.link_log, "a") as f:
+            f.write(json.dumps(event) + "\n")
+
+    def shaped_rate(self, src, dst):
+        """The rate (bit/s) the kernel is shaping src->dst at, read back from tc."""
+        node, dev, _, _ = self.egress(src, dst)
+        out = run_in(node, ["tc", "class", "show", "dev", dev])
+        m = re.search(r"class htb 1:1 .*? rate (\S+)", out)
+        if not m:
+            raise NetworkError(f"no HTB class on {dev}")
+        return parse_rate(m.group(1))
+
+    # ---------------------------------------------------------- teardown
+
+    def stop(self):
+        """Tear everything down; safe to call twice, and after a failed build."""
+        if self._stopped:
+            return
+        self._stopped = True
+        try:
+            self.backend.stop()
+        finally:
+            try:
+                if self.net is not None:
+                    self.net.stop()
+            except Exception:  # noqa: BLE001 - the sweep below finishes the job
+                log.exception("mininet stop failed; removing the run's objects by name")
+            finally:
+                remove_run(self.state.run_id, self.state.data.get("netns", ()))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def build(spec, delay_backend="auto", link_log=None):
+    """Bring the Spec's network up; returns an EmulatedNetwork.  On any
+    failure everything created so far is removed before the error rises."""
+    capability.require_network_capabilities()
+    backend_name = capability.choose_delay_backend(delay_backend)
+    if spec.lan.delay > 0 and backend_name != "netem":
+        raise capability.CapabilityError(
+            "lan.delay needs the kernel's sch_netem, which this machine lacks; the delay "
+            "line emulates WAN links only: remove lan.delay or load sch_netem")
+    capability.disable_bridge_nf()
+    from mininet.log import setLogLevel
+    setLogLevel("error")
+
+    state = RunState.create()
+    backend = make_backend(backend_name)
+    plan = make_plan(spec, state.run_id, with_relays=backend.uses_relays)
+    state.set(spec=spec.source, name=spec.name, delay_backend=backend_name,
+              bridges=[sw for _, sw in plan.switches])
+    emulated = EmulatedNetwork(spec, plan, None, backend, state, link_log)
+    try:
+        emulated.net = _create(plan, state)
+        _configure(emulated)
+        backend.start(emulated.net, plan, spec, state)
+    except BaseException:
+        emulated.stop()
+        raise
+    return emulated
+
+
+def _create(plan, state):
+    from mininet.link import Link
+    from mininet.net import Mininet
+    from mininet.node import Host
+    from mininet.nodelib import LinuxBridge
+
+    net = Mininet(switch=LinuxBridge, controller=None, build=False, autoSetMacs=False,
+                  autoStaticArp=False)
+    switches = {dc: net.addSwitch(sw, cls=LinuxBridge) for dc, sw in plan.switches}
+    for h in plan.hosts:
+        node = net.addHost(h.node, cls=Host, ip=None)
+        net.addLink(node, switches[h.dc], cls=Link, intfName1=h.intf, intfName2=h.switch_port)
+    for w in plan.wan:
+        ra, rb = net[plan.router(w.a).node], net[plan.router(w.b).node]
+        if w.relay:
+            relay = net.addHost(w.relay, cls=Host, ip=None)
+            net.addLink(ra, relay, cls=Link, intfName1=w.intf_a, intfName2=w.relay_a)
+            net.addLink(relay, rb, cls=Link, intfName1=w.relay_b, intfName2=w.intf_b)
+        else:
+            net.addLink(ra, rb, cls=Link, intfName1=w.intf_a, intfName2=w.intf_b)
+    # Record the namespaces the moment they exist: a runner killed from here
+    # on leaves processes that `testbed clean` finds by namespace.
+    state.note("netns", *[netns_inode(h.pid) for h in net.hosts])
+    state.note("pids", *[h.pid for h in net.hosts])
+    net.build()
+    net.start()
+    return net
+
+
+def _configure(emulated):
+    net, plan, spec, backend = emulated.net, emulated.plan, emulated.spec, emulated.backend
+    for host in net.hosts:
+        run_in(host, ["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1",
+                      "net.ipv6.conf.default.disable_ipv6=1"])
+        for intf in host.intfList():
+            if intf.name != "lo":
+                # Frames must stay MTU-sized and carry real checksums: the
+                # shaper counts what crosses a real wire, and the relay copies
+                # frames as they are.
+                run_in(host, ["ethtool", "-K", intf.name] + OFFLOADS, check=False)
+    lan_leaf = Direction(rate=spec.lan.rate, delay=spec.lan.delay,
+                         queue=max(64 * shaping.FRAME_BYTES, int(spec.lan.rate / 8 * 0.002)))
+    for h in plan.hosts:
+        node = net[h.node]
+        run_in(node, ["ip", "addr", "add", f"{h.ip}/24", "dev", h.intf])
+        run_in(node, ["ip", "link", "set", h.intf, "up"])
+        for cmd in shaping.htb_setup(h.intf, spec.lan.rate) + [_lan_leaf(backend, h.intf, lan_leaf)]:
+            run_in(node, cmd)
+        if h.role == "router":
+            run_in(node, ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"])
+        else:
+            run_in(node, ["ip", "route", "add", "default", "via", plan.router(h.dc).ip])
+    for w in plan.wan:
+        link = spec.wan[w.index]
+        for router_dc, dev, ip, direction in ((w.a, w.intf_a, w.ip_a, link.ab),
+                                              (w.b, w.intf_b, w.ip_b, link.ba)):
+            node = net[plan.router(router_dc).node]
+            run_in(node, ["ip", "addr", "add", f"{ip}/24", "dev", dev])
+            run_in(node, ["ip", "link", "set", dev, "up"])
+            for cmd in shaping.htb_setup(dev, direction.rate) + [backend.leaf(dev, direction)]:
+                run_in(node, cmd)
+        if w.relay:
+            relay = net[w.relay]
+            for dev in (w.relay_a, w.relay_b):
+                run_in(relay, ["ip", "link", "set", dev, "up"])
+    for r in plan.routes:
+        run_in(net[r.node], ["ip", "route", "add", r.dest, "via", r.via, "dev", r.dev])
+
+
+def _lan_leaf(backend, dev, direction):
+    if direction.delay > 0:
+        return shaping.netem_leaf(dev, direction)
+    return shaping.fifo_leaf(dev, direction.queue)
+
+
+__all__ = ["EmulatedNetwork", "NetworkError", "DelayError", "build", "run_in"]

@@ -1,0 +1,220 @@
+"""Userspace delay line: the WAN link's delay, jitter and loss where the
+kernel has no sch_netem.
+
+Runs inside a middle namespace with two interfaces, ``a`` (towards one
+router) and ``b`` (towards the other).  Every frame read on one side is held
+for the direction's delay (plus jitter) and written to the other side, or
+dropped with the direction's loss probability.  Rate shaping is not done
+here: HTB at the routers' egresses does it, so this process only delays.
+
+Frames keep their order within a direction (a jittered deadline is never
+earlier than the previous frame's), so jitter does not reorder TCP segments.
+
+Live changes and counters go through a Unix stream socket: one JSON line in,
+one JSON line out, e.g. ``{"op": "set", "dir": "ab", "delay": 0.04}`` or
+``{"op": "stats"}``.
+
+This module runs as its own process and imports nothing from the testbed,
+so it starts fast and never pulls Mininet into the namespace.
+"""
+
+import argparse
+import collections
+import json
+import os
+import random
+import select
+import signal
+import socket
+import sys
+import time
+
+ETH_P_ALL = 0x0003
+SOL_PACKET = 263
+PACKET_IGNORE_OUTGOING = 23
+# epoll rounds its timeout up to whole milliseconds; sending a frame up to
+# this much early centres the error on zero instead of adding ~0.5 ms.
+EARLY = 0.0005
+MAX_FRAME = 65536
+
+
+class Direction:
+    """One way through the line: a FIFO of (deadline, frame) and its knobs."""
+
+    def __init__(self, name, out_sock, delay, jitter, loss, rng):
+        self.name = name
+        self.out = out_sock
+        self.delay = delay
+        self.jitter = jitter
+        self.loss = loss
+        self.rng = rng
+        self.queue = collections.deque()
+        self.last_deadline = 0.0
+        self.frames = 0
+        self.bytes = 0
+        self.dropped = 0
+
+    def admit(self, frame, now):
+        if self.loss > 0 and self.rng.random() < self.loss:
+            self.dropped += 1
+            return
+        hold = self.delay
+        if self.jitter > 0:
+            hold = max(0.0, hold + self.rng.uniform(-self.jitter, self.jitter))
+        deadline = max(now + hold, self.last_deadline)
+        self.last_deadline = deadline
+        self.queue.append((deadline, frame))
+
+    def flush(self, now):
+        q = self.queue
+        while q and q[0][0] <= now + EARLY:
+            frame = q.popleft()[1]
+            try:
+                self.out.send(frame)
+            except OSError:
+                self.dropped += 1
+                continue
+            self.frames += 1
+            self.bytes += len(frame)
+
+    def next_deadline(self):
+        return self.queue[0][0] if self.queue else None
+
+    def settings(self):
+        return {"delay": self.delay, "jitter": self.jitter, "loss": self.loss}
+
+    def stats(self):
+        return {"frames": self.frames, "bytes": self.bytes,
+                "dropped": self.dropped, "queued": len(self.queue)}
+
+
+def open_packet_socket(ifname):
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+    s.bind((ifname, 0))
+    # Our own transmissions would otherwise come back to us as captured frames.
+    s.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
+    try:
+        s.setsockopt(socket.SOL_SOCKET, 33, 8 << 20)  # SO_RCVBUFFORCE, root only
+    except OSError:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+    s.setblocking(False)
+    return s
+
+
+def drain(sock, direction, now):
+    while True:
+        try:
+            frame = sock.recv(MAX_FRAME)
+        except BlockingIOError:
+            return
+        direction.admit(frame, now)
+
+
+def answer(conn, directions):
+    """Serve one control request on an accepted connection."""
+    conn.settimeout(1.0)
+    try:
+        line = conn.makefile("rb").readline()
+        req = json.loads(line)
+        op = req.get("op")
+        if op == "set":
+            d = directions[req["dir"]]
+            for key in ("delay", "jitter", "loss"):
+                if key in req:
+                    value = float(req[key])
+                    if value < 0 or (key == "loss" and value > 1):
+                        raise ValueError(f"{key} out of range: {value}")
+                    setattr(d, key, value)
+            reply = {"ok": True, "settings": d.settings()}
+        elif op == "stats":
+            reply = {"ok": True, "pid": os.getpid(),
+                     "cpu_s": sum(os.times()[:2]),
+                     "dirs": {n: dict(d.settings(), **d.stats())
+                              for n, d in directions.items()}}
+        else:
+            reply = {"ok": False, "error": f"unknown op {op!r}"}
+    except (ValueError, KeyError, TypeError, OSError) as e:
+        reply = {"ok": False, "error": str(e)}
+    try:
+        conn.sendall((json.dumps(reply) + "\n").encode())
+    except OSError:
+        pass
+    conn.close()
+
+
+def serve(args):
+    sock_a = open_packet_socket(args.a)
+    sock_b = open_packet_socket(args.b)
+    rng = random.Random(args.seed)
+    ab = Direction("ab", sock_b, args.ab_delay, args.ab_jitter, args.ab_loss, rng)
+    ba = Direction("ba", sock_a, args.ba_delay, args.ba_jitter, args.ba_loss, rng)
+    directions = {"ab": ab, "ba": ba}
+
+    if os.path.exists(args.control):
+        os.unlink(args.control)
+    ctl = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    ctl.bind(args.control)
+    os.chmod(args.control, 0o600)
+    ctl.listen(8)
+    ctl.setblocking(False)
+
+    ep = select.epoll()
+    ep.register(sock_a.fileno(), select.EPOLLIN)
+    ep.register(sock_b.fileno(), select.EPOLLIN)
+    ep.register(ctl.fileno(), select.EPOLLIN)
+    fd_a, fd_b, fd_ctl = sock_a.fileno(), sock_b.fileno(), ctl.fileno()
+
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    signal.signal(signal.SIGINT, lambda *_: stop.append(1))
+    print(json.dumps({"ready": True, "pid": os.getpid()}), flush=True)
+
+    clock = time.monotonic
+    while not stop:
+        now = clock()
+        ab.flush(now)
+        ba.flush(now)
+        deadlines = [d for d in (ab.next_deadline(), ba.next_deadline()) if d is not None]
+        timeout = max(0.0, min(deadlines) - clock() - EARLY) if deadlines else 1.0
+        try:
+            events = ep.poll(timeout)
+        except InterruptedError:
+            continue
+        now = clock()
+        for fd, _ in events:
+            if fd == fd_a:
+                drain(sock_a, ab, now)
+            elif fd == fd_b:
+                drain(sock_b, ba, now)
+            elif fd == fd_ctl:
+                try:
+                    conn, _ = ctl.accept()
+                except BlockingIOError:
+                    continue
+                answer(conn, directions)
+    try:
+        os.unlink(args.control)
+    except OSError:
+        pass
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="relay", description=__doc__.split("\n")[0])
+    p.add_argument("--a", required=True, help="interface towards side a")
+    p.add_argument("--b", required=True, help="interface towards side b")
+    p.add_argument("--control", required=True, help="Unix socket path for control")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--tag", default="", help="owner tag, so cleanup can find us")
+    for d in ("ab", "ba"):
+        p.add_argument(f"--{d}-delay", type=float, default=0.0)
+        p.add_argument(f"--{d}-jitter", type=float, default=0.0)
+        p.add_argument(f"--{d}-loss", type=float, default=0.0)
+    return p.parse_args(argv)
+
+
+def main(argv=None):
+    serve(parse_args(sys.argv[1:] if argv is None else argv))
+
+
+if __name__ == "__main__":
+    main()

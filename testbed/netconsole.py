@@ -1,0 +1,147 @@
+"""The console of `testbed net`: poke a running emulated WAN by hand.
+
+Commands parse into plain values first (`parse_link_change`), so the
+parsing is tested without a network and a bad command changes nothing.
+"""
+
+import cmd
+import shlex
+
+from testbed.emulation import measure
+from testbed.emulation.network import NetworkError, run_in
+from testbed.units import UnitError, format_rate, format_time, parse_fraction, parse_rate, parse_time
+
+LINK_USAGE = "link A B [bw RATE] [delay TIME] [jitter TIME] [loss SHARE] [oneway]"
+
+
+class CommandError(ValueError):
+    """A console command that cannot be carried out; the text says why."""
+
+
+def parse_link_change(words, dc_names):
+    """['a', 'b', 'bw', '5mbit', 'delay', '80ms'] ->
+    ('a', 'b', both, {'rate': 5e6, 'delay': 0.08})."""
+    if len(words) < 2:
+        raise CommandError(f"usage: {LINK_USAGE}")
+    a, b, rest = words[0], words[1], words[2:]
+    for dc in (a, b):
+        if dc not in dc_names:
+            raise CommandError(f"unknown data center {dc!r} (known: {', '.join(dc_names)})")
+    both = True
+    if rest and rest[-1] == "oneway":
+        both, rest = False, rest[:-1]
+    parsers = {"bw": ("rate", parse_rate), "delay": ("delay", parse_time),
+               "jitter": ("jitter", parse_time), "loss": ("loss", parse_fraction)}
+    if not rest or len(rest) % 2:
+        raise CommandError(f"usage: {LINK_USAGE}")
+    changes = {}
+    for key, value in zip(rest[::2], rest[1::2]):
+        if key not in parsers:
+            raise CommandError(f"unknown link setting {key!r}; use bw, delay, jitter or loss")
+        name, parse = parsers[key]
+        try:
+            changes[name] = parse(value)
+        except UnitError as e:
+            raise CommandError(f"{key}: {e}") from None
+    if changes.get("rate", 1) <= 0:
+        raise CommandError("bw must be above zero")
+    if not 0 <= changes.get("loss", 0) < 1:
+        raise CommandError("loss must be at least 0% and below 100%")
+    return a, b, both, changes
+
+
+def describe_links(net):
+    rows = []
+    for (src, dst), d in net.current.items():
+        rows.append((f"{src} -> {dst}", format_rate(d.rate), format_time(d.delay),
+                     format_time(d.jitter), f"{d.loss * 100:g}%", f"{d.queue} B"))
+    return rows
+
+
+class NetConsole(cmd.Cmd):
+    intro = "Type help for commands, exit to tear the network down."
+    prompt = "testbed> "
+
+    def __init__(self, net, out):
+        super().__init__(stdout=out)
+        self.net = net
+        self.out = out
+        self.dcs = [dc.name for dc in net.spec.datacenters]
+
+    def say(self, text):
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    def onecmd(self, line):
+        try:
+            return super().onecmd(line)
+        except (CommandError, NetworkError, KeyError) as e:
+            self.say(f"error: {e.args[0] if e.args else e}")
+        except KeyboardInterrupt:
+            self.say("interrupted")
+        return False
+
+    def emptyline(self):
+        return False
+
+    def default(self, line):
+        self.say(f"error: unknown command {line.split()[0]!r}; type help")
+
+    def do_hosts(self, arg):
+        """hosts: every host with its address."""
+        for h in self.net.plan.hosts:
+            self.say(f"{h.name:24} {h.ip:15} {h.role}")
+
+    def do_links(self, arg):
+        """links: every WAN direction as configured now."""
+        for row in describe_links(self.net):
+            self.say("  ".join(f"{c:>10}" if i else f"{c:24}" for i, c in enumerate(row)))
+
+    def do_ping(self, arg):
+        """ping A B: median RTT from host A to host B."""
+        a, b = self._two(arg, "ping A B")
+        self.say(f"{a} -> {b}: {measure.ping_rtt(self.net, a, b) * 1e3:.2f} ms")
+
+    def do_iperf(self, arg):
+        """iperf A B [SECONDS]: TCP goodput from host A to host B."""
+        words = shlex.split(arg)
+        a, b = self._two(" ".join(words[:2]), "iperf A B [SECONDS]")
+        seconds = float(words[2]) if len(words) > 2 else 5.0
+        bps, _ = measure.iperf3(self.net, a, b, seconds=seconds)
+        self.say(f"{a} -> {b}: {bps / 1e6:.2f} Mbit/s goodput")
+
+    def do_link(self, arg):
+        """link A B [bw RATE] [delay TIME] [jitter TIME] [loss SHARE] [oneway]:
+        change a WAN link live, both directions unless oneway (A -> B)."""
+        a, b, both, changes = parse_link_change(shlex.split(arg), self.dcs)
+        self.net.change_link(a, b, both=both, source="console", **changes)
+        self.do_links("")
+
+    def do_sh(self, arg):
+        """sh HOST COMMAND...: run a command in a host's namespace."""
+        words = shlex.split(arg)
+        if len(words) < 2:
+            raise CommandError("usage: sh HOST COMMAND...")
+        self.say(run_in(self.net.node(words[0]), words[1:], check=False).rstrip())
+
+    def do_exit(self, arg):
+        """exit: tear the network down and leave."""
+        return True
+
+    do_quit = do_exit
+
+    def do_EOF(self, arg):
+        self.say("")
+        return True
+
+    def _two(self, arg, usage):
+        words = shlex.split(arg)
+        if len(words) != 2:
+            raise CommandError(f"usage: {usage}")
+        for w in words:
+            self.net.node(w)
+        return words
+
+    def completedefault(self, text, line, begidx, endidx):
+        names = self.dcs if line.startswith("link") else self.net.host_names()
+        return [n for n in names if n.startswith(text)]

@@ -1,0 +1,465 @@
+"""topo.yaml -> a validated, frozen Spec.
+
+Units are resolved here, once: the rest of the testbed sees bit/s, seconds,
+bytes and fractions.  Every mistake a user can make is a SpecError whose
+text names the YAML path (``wan[2].bw: '50 mbps' is not a rate like 50mbit``);
+nothing outside this module is touched before the Spec is whole.
+"""
+
+import difflib
+import math
+import os
+import re
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+
+import yaml
+
+from testbed import presets
+from testbed.units import UnitError, parse_fraction, parse_rate, parse_size, parse_time
+
+NAME_RE = re.compile(r"[a-z][a-z0-9-]{0,14}")
+MAX_FILE_BYTES = 1 << 20
+# Bounds the walk over the loaded document: an alias bomb shares one object
+# many times over, so it blows past this long before memory does.
+MAX_NODES = 100_000
+MAX_DCS = 32
+MAX_HOSTS_PER_DC = 32
+DEFAULT_PRESET_BW_SCALE = 0.05
+FRAME_BYTES = 1514
+MIN_QUEUE_PACKETS = 32
+# Spellings people reach for, mapped to the key this file uses.
+SYNONYMS = {"rate": "bw", "bandwidth": "bw", "latency": "delay", "links": "wan",
+            "dcs": "datacenters", "nodes": "datacenters", "hosts": "workers",
+            "drop": "loss", "buffer": "queue"}
+
+
+class SpecError(ValueError):
+    """A problem in topo.yaml, located by its YAML path."""
+
+    def __init__(self, path, message):
+        self.path = path
+        self.message = message
+        super().__init__(f"{path}: {message}" if path else message)
+
+
+@dataclass(frozen=True)
+class Direction:
+    """One direction of a WAN link, as shaped at its sender's egress."""
+    rate: float              # bit/s on the wire
+    delay: float             # one-way, seconds
+    jitter: float = 0.0      # seconds, uniform +-
+    loss: float = 0.0        # fraction of frames dropped
+    queue: int = 0           # bytes the bottleneck queue holds
+    queue_bdp: float = 1.0   # queue in round-trip BDPs (0: a fixed size)
+
+    def changed(self, rate=None, delay=None, jitter=None, loss=None):
+        """This direction after a live change; a BDP-sized queue follows
+        the new rate and delay, a fixed one stays."""
+        new = replace(self, **{k: v for k, v in (("rate", rate), ("delay", delay),
+                                                 ("jitter", jitter), ("loss", loss))
+                               if v is not None})
+        if new.rate <= 0 or new.delay < 0 or new.jitter < 0 or not 0 <= new.loss < 1:
+            raise ValueError("rate must be above zero, delay and jitter at least zero, "
+                             "loss in [0, 1)")
+        if new.queue_bdp:
+            new = replace(new, queue=queue_bytes(new.rate, new.delay, new.queue_bdp))
+        return new
+
+
+@dataclass(frozen=True)
+class WanLink:
+    a: str
+    b: str
+    ab: Direction
+    ba: Direction
+    preset: str = ""
+
+    @property
+    def name(self):
+        return f"{self.a}-{self.b}"
+
+    def direction(self, src, dst):
+        if (src, dst) == (self.a, self.b):
+            return self.ab
+        if (src, dst) == (self.b, self.a):
+            return self.ba
+        raise KeyError(f"{src}->{dst} is not a direction of link {self.name}")
+
+
+@dataclass(frozen=True)
+class DataCenter:
+    name: str
+    workers: int
+    servers: int = 0
+    compute: tuple = ()      # relative speed per worker, 1.0 = reference
+
+    @property
+    def hosts(self):
+        return ([f"{self.name}-s{i}" for i in range(self.servers)]
+                + [f"{self.name}-w{i}" for i in range(self.workers)])
+
+
+@dataclass(frozen=True)
+class Lan:
+    rate: float = 1e9
+    delay: float = 0.0
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str
+    datacenters: tuple
+    wan: tuple
+    lan: Lan = Lan()
+    experiment: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
+    dynamics: tuple = ()
+    source: str = ""
+
+    def dc(self, name):
+        for d in self.datacenters:
+            if d.name == name:
+                return d
+        raise KeyError(name)
+
+    def link(self, a, b):
+        for link in self.wan:
+            if {link.a, link.b} == {a, b}:
+                return link
+        raise KeyError(f"no WAN link between {a} and {b}")
+
+    @property
+    def needs_delay(self):
+        return any(d.delay > 0 or d.jitter > 0 or d.loss > 0
+                   for link in self.wan for d in (link.ab, link.ba))
+
+
+# ---------------------------------------------------------------- reading
+
+
+def load(path):
+    """Read and validate a topo.yaml file; raises SpecError."""
+    try:
+        size = os.path.getsize(path)
+        if size > MAX_FILE_BYTES:
+            raise SpecError("", f"{path} is {size} bytes; a topology file is at most {MAX_FILE_BYTES}")
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        raise SpecError("", f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise SpecError("", f"{path} is a directory, not a topology file") from None
+    except UnicodeDecodeError:
+        raise SpecError("", f"{path} is not UTF-8 text") from None
+    except OSError as e:
+        raise SpecError("", f"{path}: {e.strerror}") from None
+    stem = os.path.splitext(os.path.basename(path))[0]
+    return loads(text, source=os.path.abspath(path), default_name=stem)
+
+
+def loads(text, source="", default_name="topo"):
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        doc = yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise SpecError("", f"not valid YAML: {where}{problem}") from None
+    _check_size(doc)
+    if not isinstance(doc, dict):
+        raise SpecError("", "the file must be a mapping with at least 'datacenters' and 'wan'")
+    return _build(doc, source, default_name)
+
+
+def _check_size(doc):
+    seen = 0
+    stack = [doc]
+    while stack:
+        node = stack.pop()
+        seen += 1
+        if seen > MAX_NODES:
+            raise SpecError("", f"the document expands to more than {MAX_NODES} values "
+                                "(a YAML alias bomb?)")
+        if isinstance(node, dict):
+            stack.extend(node.keys())
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+
+
+def _path(parent, key):
+    if isinstance(key, int):
+        return f"{parent}[{key}]"
+    return f"{parent}.{key}" if parent else str(key)
+
+
+def _check_keys(mapping, allowed, path):
+    for key in mapping:
+        if not isinstance(key, str):
+            raise SpecError(path, f"key {key!r} is not a string")
+        if key not in allowed:
+            hint = SYNONYMS.get(key) if SYNONYMS.get(key) in allowed else None
+            if hint is None:
+                close = difflib.get_close_matches(key, sorted(allowed), n=1)
+                hint = close[0] if close else None
+            suggestion = f"; did you mean '{hint}'?" if hint else \
+                f"; known keys: {', '.join(sorted(allowed))}"
+            raise SpecError(_path(path, key), f"unknown key{suggestion}")
+
+
+def _mapping(value, path, what):
+    if not isinstance(value, dict):
+        raise SpecError(path, f"must be a mapping ({what}), not {type(value).__name__}")
+    return value
+
+
+def _list(value, path, what):
+    if not isinstance(value, list):
+        raise SpecError(path, f"must be a list ({what}), not {type(value).__name__}")
+    return value
+
+
+def _name(value, path):
+    if not isinstance(value, str) or not NAME_RE.fullmatch(value):
+        raise SpecError(path, f"{value!r} is not a valid name: use 1-15 characters "
+                              "of a-z, 0-9 and '-', starting with a letter")
+    return value
+
+
+def _unit(parse, value, path):
+    try:
+        return parse(value)
+    except UnitError as e:
+        raise SpecError(path, str(e)) from None
+
+
+def _positive_rate(value, path):
+    rate = _unit(parse_rate, value, path)
+    if not rate > 0 or math.isinf(rate):
+        raise SpecError(path, f"{value!r}: a rate must be above zero")
+    return rate
+
+
+def _time(value, path, upper=60.0):
+    t = _unit(parse_time, value, path)
+    if t < 0 or t > upper:
+        raise SpecError(path, f"{value!r}: must be between 0 and {upper:g}s")
+    return t
+
+
+def _loss(value, path):
+    loss = _unit(parse_fraction, value, path)
+    if not 0 <= loss < 1:
+        raise SpecError(path, f"{value!r}: loss must be at least 0% and below 100%")
+    return loss
+
+
+def _int(value, path, low, high):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SpecError(path, f"{value!r} is not a whole number")
+    if not low <= value <= high:
+        raise SpecError(path, f"{value} is out of range {low}..{high}")
+    return value
+
+
+def _build(doc, source, default_name):
+    top = {"name", "datacenters", "wan", "lan", "preset_bw_scale", "experiment",
+           "dynamics", "description"}
+    _check_keys(doc, top, "")
+    name = doc.get("name", default_name if NAME_RE.fullmatch(default_name or "") else "topo")
+    name = _name(name, "name")
+    if "datacenters" not in doc:
+        raise SpecError("datacenters", "missing: list the data centers")
+    dcs = _datacenters(doc["datacenters"])
+    if "wan" not in doc:
+        raise SpecError("wan", "missing: list the WAN links between data centers")
+    lan = _lan(doc.get("lan", {}))
+    scale = doc.get("preset_bw_scale", DEFAULT_PRESET_BW_SCALE)
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale <= 1:
+        raise SpecError("preset_bw_scale", f"{scale!r} must be a number in (0, 1]")
+    wan = _wan(doc["wan"], {d.name for d in dcs}, scale)
+    _check_connected(dcs, wan)
+    experiment = doc.get("experiment", {})
+    _mapping(experiment, "experiment", "experiment settings")
+    dynamics = doc.get("dynamics", [])
+    _list(dynamics, "dynamics", "timed link changes")
+    return Spec(name=name, datacenters=tuple(dcs), wan=tuple(wan), lan=lan,
+                experiment=MappingProxyType(dict(experiment)),
+                dynamics=tuple(dynamics), source=source)
+
+
+def _datacenters(value):
+    items = _list(value, "datacenters", "one entry per data center")
+    if not items:
+        raise SpecError("datacenters", "is empty: a WAN needs at least two data centers")
+    if len(items) > MAX_DCS:
+        raise SpecError("datacenters", f"{len(items)} data centers; at most {MAX_DCS}")
+    dcs, seen = [], {}
+    for i, item in enumerate(items):
+        path = _path("datacenters", i)
+        _mapping(item, path, "name, workers, servers, compute")
+        _check_keys(item, {"name", "workers", "servers", "compute"}, path)
+        if "name" not in item:
+            raise SpecError(_path(path, "name"), "missing")
+        name = _name(item["name"], _path(path, "name"))
+        if name in seen:
+            raise SpecError(_path(path, "name"), f"'{name}' is already datacenters[{seen[name]}]")
+        seen[name] = i
+        workers = _int(item.get("workers", 0), _path(path, "workers"), 0, MAX_HOSTS_PER_DC)
+        servers = _int(item.get("servers", 0), _path(path, "servers"), 0, MAX_HOSTS_PER_DC)
+        if workers + servers > MAX_HOSTS_PER_DC:
+            raise SpecError(path, f"{workers + servers} hosts; at most {MAX_HOSTS_PER_DC} per data center")
+        compute = _compute(item.get("compute", 1.0), _path(path, "compute"), workers)
+        dcs.append(DataCenter(name=name, workers=workers, servers=servers, compute=compute))
+    if len(dcs) < 2:
+        raise SpecError("datacenters", "a WAN needs at least two data centers")
+    return dcs
+
+
+def _compute(value, path, workers):
+    values = value if isinstance(value, list) else [value] * workers
+    if isinstance(value, list) and len(value) != workers:
+        raise SpecError(path, f"has {len(value)} speeds for {workers} workers")
+    for i, v in enumerate(values):
+        p = _path(path, i) if isinstance(value, list) else path
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 100:
+            raise SpecError(p, f"{v!r} is not a relative speed (a number above 0, 1.0 = reference)")
+    return tuple(float(v) for v in values)
+
+
+def _lan(value):
+    _mapping(value, "lan", "bw, delay")
+    _check_keys(value, {"bw", "delay"}, "lan")
+    rate = _positive_rate(value.get("bw", "1gbit"), "lan.bw")
+    delay = _time(value.get("delay", 0), "lan.delay", upper=1.0)
+    return Lan(rate=rate, delay=delay)
+
+
+LINK_KEYS = {"bw", "delay", "jitter", "loss", "queue"}
+
+
+def _wan(value, dc_names, scale):
+    items = _list(value, "wan", "one entry per link")
+    links, seen = [], {}
+    for i, item in enumerate(items):
+        path = _path("wan", i)
+        _mapping(item, path, "between, bw, delay, ...")
+        _check_keys(item, LINK_KEYS | {"between", "preset", "forward", "reverse"}, path)
+        base = {}
+        preset_name = ""
+        if "preset" in item:
+            preset_name = item["preset"]
+            try:
+                ra, rb, rtt, rate = presets.lookup(str(preset_name))
+            except presets.PresetError as e:
+                raise SpecError(_path(path, "preset"), str(e)) from None
+            base = {"between": [ra.lower(), rb.lower()], "delay": rtt / 2, "bw": rate * scale}
+        a, b = _between(item.get("between", base.get("between")), _path(path, "between"), dc_names)
+        key = frozenset((a, b))
+        if key in seen:
+            raise SpecError(_path(path, "between"), f"{a} and {b} are already joined by wan[{seen[key]}]")
+        seen[key] = i
+        common = {k: item[k] for k in LINK_KEYS if k in item}
+        for direction in ("forward", "reverse"):
+            if direction in item:
+                dpath = _path(path, direction)
+                _mapping(item[direction], dpath, "bw, delay, jitter, loss, queue")
+                _check_keys(item[direction], LINK_KEYS, dpath)
+        ab = _direction(base, common, item.get("forward", {}), path, "forward")
+        ba = _direction(base, common, item.get("reverse", {}), path, "reverse")
+        links.append(WanLink(a=a, b=b, ab=ab, ba=ba, preset=str(preset_name)))
+    if not links:
+        raise SpecError("wan", "is empty: join the data centers with at least one link")
+    return links
+
+
+def _between(value, path, dc_names):
+    if value is None:
+        raise SpecError(path, "missing: name the two data centers, e.g. between: [a, b]")
+    if not isinstance(value, list) or len(value) != 2:
+        raise SpecError(path, f"{value!r} must name exactly two data centers, e.g. [a, b]")
+    for j, end in enumerate(value):
+        if end not in dc_names:
+            close = difflib.get_close_matches(str(end), sorted(dc_names), n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else \
+                f" (data centers: {', '.join(sorted(dc_names))})"
+            raise SpecError(_path(path, j), f"unknown data center {end!r}{hint}")
+    if value[0] == value[1]:
+        raise SpecError(path, f"a link must join two different data centers, not {value[0]} to itself")
+    return value[0], value[1]
+
+
+def _direction(base, common, override, path, which):
+    """Resolve one direction: override > link-wide value > preset value."""
+    def pick(key):
+        if key in override:
+            return override[key], _path(_path(path, which), key)
+        if key in common:
+            return common[key], _path(path, key)
+        return None, None
+
+    raw, p = pick("bw")
+    if raw is not None:
+        rate = _positive_rate(raw, p)
+    elif "bw" in base:
+        rate = base["bw"]
+    else:
+        raise SpecError(_path(path, "bw"), "missing: give the link's rate, e.g. bw: 50mbit")
+    raw, p = pick("delay")
+    delay = _time(raw, p) if raw is not None else base.get("delay", 0.0)
+    raw, p = pick("jitter")
+    jitter = _time(raw, p) if raw is not None else 0.0
+    if jitter > delay:
+        raise SpecError(p, f"jitter {jitter * 1e3:g}ms is larger than the delay {delay * 1e3:g}ms")
+    raw, p = pick("loss")
+    loss = _loss(raw, p) if raw is not None else 0.0
+    raw, p = pick("queue")
+    bdps, fixed = _queue(raw, p) if raw is not None else (1.0, 0)
+    queue = queue_bytes(rate, delay, bdps) if bdps else fixed
+    return Direction(rate=rate, delay=delay, jitter=jitter, loss=loss, queue=queue, queue_bdp=bdps)
+
+
+def queue_bytes(rate, delay, bdps):
+    """`bdps` round-trip bandwidth-delay products in bytes, at least a few
+    dozen frames so that short-delay links still absorb a burst."""
+    bdp = rate / 8 * (2 * delay) * bdps
+    return int(max(bdp, MIN_QUEUE_PACKETS * FRAME_BYTES))
+
+
+def _queue(value, path):
+    """queue: 100 (frames), 256kb (bytes) or 2bdp (round-trip BDPs) ->
+    (bdps, 0) or (0, bytes)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if not 2 <= value <= 100_000:
+            raise SpecError(path, f"{value} frames is out of range 2..100000")
+        return 0.0, value * FRAME_BYTES
+    if isinstance(value, str) and re.fullmatch(r"(\d+(\.\d*)?|\.\d+)bdp", value.strip()):
+        bdps = float(value.strip()[:-3])
+        if not 0 < bdps <= 100:
+            raise SpecError(path, f"{value!r}: between 0 and 100 bdp")
+        return bdps, 0
+    try:
+        size = parse_size(value)
+    except UnitError:
+        raise SpecError(path, f"{value!r} is not a queue like 100 (frames), 256kb or 2bdp") from None
+    if size < 2 * FRAME_BYTES:
+        raise SpecError(path, f"{value!r} holds less than two frames")
+    return 0.0, size
+
+
+def _check_connected(dcs, wan):
+    adjacent = {d.name: set() for d in dcs}
+    for link in wan:
+        adjacent[link.a].add(link.b)
+        adjacent[link.b].add(link.a)
+    start = dcs[0].name
+    reached, frontier = {start}, [start]
+    while frontier:
+        for nxt in adjacent[frontier.pop()] - reached:
+            reached.add(nxt)
+            frontier.append(nxt)
+    cut = [d.name for d in dcs if d.name not in reached]
+    if cut:
+        raise SpecError("wan", f"the WAN is disconnected: {', '.join(cut)} cannot be reached "
+                               f"from {start}")

@@ -1,0 +1,120 @@
+"""The emulated WAN delivers what topo.yaml configures: rate, delay, routes."""
+
+import threading
+import time
+
+import pytest
+
+from testbed.emulation import measure, network
+from tests.mininet.helpers import spec_of, topology
+
+pytestmark = pytest.mark.mininet
+
+
+@pytest.fixture(scope="module")
+def quickstart():
+    spec = topology("quickstart")
+    with network.build(spec) as net:
+        yield net
+
+
+def directions(spec):
+    for link in spec.wan:
+        yield link.a, link.b, link.ab
+        yield link.b, link.a, link.ba
+
+
+def test_iperf3_between_every_dc_pair_is_within_5_percent_of_the_configured_rate(quickstart):
+    spec = quickstart.spec
+    for src, dst, d in directions(spec):
+        goodput, _ = measure.iperf3(quickstart, f"{src}-w0", f"{dst}-w1", seconds=4)
+        expected = d.rate * measure.GOODPUT_SHARE
+        assert abs(goodput / expected - 1) <= 0.05, (src, dst, goodput, expected)
+
+
+def test_ping_rtt_is_twice_the_one_way_delay_within_10_percent_or_2ms(quickstart):
+    for link in quickstart.spec.wan:
+        rtt = measure.ping_rtt(quickstart, f"{link.a}-w0", f"{link.b}-w0")
+        configured = link.ab.delay + link.ba.delay
+        assert abs(rtt - configured) <= max(0.1 * configured, 0.002), (link.name, rtt)
+
+
+def test_hosts_in_one_dc_talk_over_the_lan_without_wan_delay(quickstart):
+    assert measure.ping_rtt(quickstart, "virginia-w0", "virginia-s0") < 0.002
+
+
+def test_traffic_between_dcs_without_a_direct_link_takes_the_routed_path():
+    spec = topology("mesh-4dc")
+    with network.build(spec) as net:
+        # ohio -> tokyo -> sydney: 30 ms + 10 ms one way.
+        rtt = measure.ping_rtt(net, "ohio-w0", "sydney-w0")
+        assert abs(rtt - 0.080) <= 0.008, rtt
+        out = network.run_in(net.node("ohio-w0"), ["ping", "-c", "1", net.ip("sydney-w0")])
+        assert "ttl=61" in out  # the reply crossed three routers: sydney, tokyo, ohio
+        routes = network.run_in(net.node("ohio-r"), ["ip", "route", "get", net.ip("sydney-w0")])
+        assert f"via {net.plan.link('ohio', 'tokyo').ip_b}" in routes
+        # The bottleneck is the 10 Mbit/s ohio-tokyo hop.
+        goodput, _ = measure.iperf3(net, "ohio-w0", "sydney-w0", seconds=3)
+        assert abs(goodput / (10e6 * measure.GOODPUT_SHARE) - 1) <= 0.05, goodput
+
+
+TWO_DC = """
+datacenters: [{name: east, workers: 1}, {name: west, workers: 1}]
+wan: [{between: [east, west], bw: 20mbit, delay: 20ms}]
+"""
+
+
+def test_a_live_change_from_20_to_5_mbit_takes_hold_within_2s_and_keeps_the_flow():
+    with network.build(spec_of(TWO_DC)) as net:
+        change_at = 3.0
+        omit = 2.0  # slow start is over before intervals are counted
+        timer = threading.Timer(omit + change_at, lambda: net.change_link("east", "west", rate=5e6))
+        timer.start()
+        try:
+            # One TCP connection throughout: iperf3 fails if it breaks.
+            _, intervals = measure.iperf3(net, "east-w0", "west-w0", seconds=10, omit=omit,
+                                          interval=1.0)
+        finally:
+            timer.cancel()
+        mbit = [round(x / 1e6, 2) for x in intervals]
+        before = intervals[: int(change_at) - 1]
+        after = intervals[int(change_at + 2.0):]
+        expected = 5e6 * measure.GOODPUT_SHARE
+        assert all(abs(x / (20e6 * measure.GOODPUT_SHARE) - 1) <= 0.05 for x in before), mbit
+        # From 2 s after the change on: the flow's goodput is within 10% of the
+        # new rate, and no second of it stalls (TCP's sawtooth on a small
+        # queue moves single seconds by up to ~20%).
+        assert len(after) >= 4 and abs(sum(after) / len(after) / expected - 1) <= 0.10, mbit
+        assert all(abs(x / expected - 1) <= 0.25 for x in after), mbit
+        assert net.shaped_rate("east", "west") == 5e6
+        assert net.shaped_rate("west", "east") == 5e6
+
+
+def test_a_live_delay_change_reaches_the_delay_line_without_rebuilding():
+    with network.build(spec_of(TWO_DC)) as net:
+        net.change_link("east", "west", delay=0.05)
+        rtt = measure.ping_rtt(net, "east-w0", "west-w0")
+        assert abs(rtt - 0.1) <= 0.01, rtt
+        net.change_link("east", "west", both=False, delay=0.01)
+        rtt = measure.ping_rtt(net, "east-w0", "west-w0")
+        assert abs(rtt - 0.06) <= 0.006, rtt
+
+
+def test_loss_and_jitter_are_emulated_per_direction():
+    spec = spec_of("""
+    datacenters: [{name: east, workers: 1}, {name: west, workers: 1}]
+    wan:
+      - between: [east, west]
+        bw: 20mbit
+        delay: 10ms
+        forward: {loss: 10%, jitter: 4ms}
+    """)
+    with network.build(spec) as net:
+        measure.ping_rtt(net, "east-w0", "west-w0", count=1)  # ARP resolved before counting
+        out = network.run_in(net.node("east-w0"), ["ping", "-n", "-q", "-c", "400", "-i", "0.01",
+                                                   net.ip("west-w0")], check=False)
+        loss = float(out.split("% packet loss")[0].split()[-1]) / 100
+        assert 0.04 <= loss <= 0.16, out
+        lo, avg, hi = (float(x) / 1e3 for x in out.split("=")[-1].split("/")[:3])
+        assert lo >= 0.016 - 0.001 and hi <= 0.024 + 0.003, out
+        assert hi - lo >= 0.004, out  # the forward delay really varies

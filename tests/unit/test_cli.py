@@ -1,0 +1,46 @@
+import os
+import subprocess
+import sys
+
+TOPO = os.path.join(os.path.dirname(__file__), "..", "..", "topologies", "quickstart.yaml")
+
+
+def run_testbed(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "testbed.cli", *args], capture_output=True,
+                          text=True, env={**os.environ, **(env or {})}, timeout=60)
+
+
+def test_validate_shows_the_links_of_a_good_file():
+    r = run_testbed("validate", TOPO)
+    assert r.returncode == 0, r.stderr
+    assert "virginia -> tokyo" in r.stdout and "valid" in r.stdout
+
+
+def test_a_bad_file_is_one_line_on_stderr_and_exit_2(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("datacenters: [{name: a, workers: 1}, {name: b}]\n"
+                   "wan: [{between: [a, b], bw: 50 mbps}]\n")
+    r = run_testbed("validate", str(bad))
+    assert r.returncode == 2
+    assert r.stderr == f"error: {bad}: wan[0].bw: '50 mbps' is not a rate like 50mbit\n"
+    assert "Traceback" not in r.stdout + r.stderr
+
+
+def test_net_with_a_bad_file_touches_no_state(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("datacenters: [{name: 'a;rm -rf /'}]\n")
+    r = run_testbed("net", str(bad), env={"TESTBED_STATE_DIR": str(tmp_path / "state")})
+    assert r.returncode == 2
+    assert "datacenters[0].name" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "state").exists()
+
+
+def test_a_missing_file_is_a_sentence_not_a_traceback(tmp_path):
+    r = run_testbed("validate", str(tmp_path / "none.yaml"))
+    assert r.returncode == 2
+    assert r.stderr.count("\n") == 1 and "no such file" in r.stderr
+
+
+def test_an_unknown_delay_backend_is_refused_by_the_parser():
+    r = run_testbed("net", TOPO, "--delay-backend", "magic")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
