@@ -2,13 +2,13 @@
 VENV := .venv
 TESTBED := $(VENV)/bin/testbed
 
-.PHONY: install run test test-unit clean selftest
+.PHONY: install run test test-unit clean selftest bench
 
 install:
 	bash scripts/install.sh
 
 run: install
-	$(TESTBED) selftest topologies/quickstart.yaml
+	$(TESTBED) run topologies/quickstart.yaml
 
 test: install
 	$(VENV)/bin/python -m pytest tests
@@ -18,6 +18,9 @@ test-unit: install
 
 selftest: install
 	$(TESTBED) selftest
+
+bench: install
+	$(VENV)/bin/python benchmarks/transport_goodput.py
 
 clean:
 	$(TESTBED) clean

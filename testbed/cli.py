@@ -4,8 +4,10 @@ Errors a user can cause are one sentence on stderr and exit code 2 (bad
 input) or 1 (the machine cannot do it); never a traceback.
 """
 
+import os
 import signal
 import sys
+import time
 
 import click
 from rich.console import Console
@@ -170,6 +172,128 @@ def selftest(file, delay_backend, seconds):
                  if relays else ""))
     if not all(r.ok for r in results):
         fail("the emulated links are off their configuration", EXIT_CANNOT)
+
+
+RUNS_ROOT = "results/runs"
+
+
+def _fmt(value, kind):
+    if value is None:
+        return "-"
+    return {"s": f"{value:.2f}s", "ms": f"{value * 1e3:.0f}ms", "frac": f"{value:.3f}",
+            "int": str(value)}.get(kind, str(value))
+
+
+def summary_table(summary, title):
+    table = Table(title=title, title_justify="left", show_header=False)
+    table.add_column("what")
+    table.add_column("value")
+    b = summary["iteration_breakdown"]
+    for label, value in (
+            ("status", f"{summary['status']} ({summary['reason'].splitlines()[0] if summary['reason'] else ''})"),
+            ("system", f"sync {summary['sync']}, overlay {summary['overlay']}, "
+                       f"{summary['workload']} {summary['model']}, {summary['workers']} workers"),
+            ("iterations", _fmt(summary["iterations"], "int")),
+            ("wall time", _fmt(summary["wall_time"], "s")),
+            ("iteration time", f"{_fmt(summary['iteration_time'], 'ms')} = compute "
+                               f"{_fmt(b['compute'], 'ms')} + communication {_fmt(b['comm'], 'ms')} "
+                               f"+ waiting {_fmt(b['wait'], 'ms')}"),
+            ("final accuracy", _fmt(summary["final_accuracy"], "frac")),
+            ("final test loss", _fmt(summary["final_loss"], "frac")),
+            ("time to target", f"{_fmt(summary['time_to_target'], 's')} (target "
+                               f"{_fmt(summary['target_accuracy'], 'frac')})")):
+        table.add_row(label, value)
+    for name, w in summary["wan"].items():
+        table.add_row(f"WAN {name}", f"{w['bytes'] / 1e6:.1f} MB, mean {w['mean_throughput'] / 1e6:.2f} "
+                                     f"Mbit/s of {w['configured_rate_final'] / 1e6:g} configured")
+    table.add_row("delay emulated by", summary["environment"].get("delay_backend", "-"))
+    return table
+
+
+@main.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@backend_option
+@click.option("--runs", "runs_root", default=RUNS_ROOT, show_default=True,
+              help="folder that receives the run folder")
+def run(file, delay_backend, runs_root):
+    """Build the network, run the experiment, report, tear down."""
+    from testbed import report as reportmod
+    from testbed import runner
+
+    spec = load_spec(file)
+    if spec.experiment is None:
+        fail(f"{file}: experiment: missing: add an experiment section to run (see "
+             "topologies/quickstart.yaml)")
+    tear_down_on_signals()
+    live = out.status("starting") if out.is_terminal else None
+
+    def show(line):
+        if live is not None:
+            live.update(line)
+        else:
+            now = time.monotonic()
+            if now - show.last >= 5 or not line[:1].isspace() and "iter" not in line:
+                click.echo(line)
+                show.last = now
+    show.last = 0.0
+    try:
+        if live is not None:
+            live.start()
+        outcome = runner.run(spec, runs_root, delay_backend, show=show,
+                             on_folder=lambda f: click.echo(f"run folder: {f.path}"))
+    except CapabilityError as e:
+        fail(str(e), EXIT_CANNOT)
+    except runner.RunError as e:
+        fail(str(e))
+    finally:
+        if live is not None:
+            live.stop()
+    summary, plots = reportmod.report(outcome.folder.path)
+    out.print(summary_table(summary, f"run {os.path.basename(outcome.folder.path)}"))
+    out.print("plots: " + ", ".join(plots))
+    if outcome.status != "completed":
+        fail(f"the run failed: {outcome.reason}", EXIT_CANNOT)
+
+
+def _run_dir(path):
+    from testbed.runfolder import is_run_folder
+    if not is_run_folder(path):
+        fail(f"{path} is not a run folder (it has no status.json and agents/)")
+    return path
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(file_okay=False), required=False)
+def report(run_dir):
+    """Summarize a run folder (the newest by default) and draw its plots."""
+    from testbed import report as reportmod
+    from testbed.runfolder import newest_run
+
+    run_dir = _run_dir(run_dir or newest_run(RUNS_ROOT) or fail(f"no runs in {RUNS_ROOT}"))
+    summary, plots = reportmod.report(run_dir)
+    out.print(summary_table(summary, f"run {os.path.basename(os.path.normpath(run_dir))}"))
+    out.print("plots: " + ", ".join(plots))
+
+
+@main.command()
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(file_okay=False))
+@click.option("--out", "out_dir", default=None, help="folder for compare.csv and compare.png")
+def compare(run_dirs, out_dir):
+    """Put several runs side by side: one table, one plot."""
+    from testbed import report as reportmod
+
+    for d in run_dirs:
+        _run_dir(d)
+    out_dir = out_dir or os.path.join(RUNS_ROOT, "compare-" + time.strftime("%Y%m%d-%H%M%S"))
+    rows = reportmod.compare(run_dirs, out_dir)
+    table = Table(title="comparison", title_justify="left")
+    for col in reportmod.COMPARE_COLUMNS:
+        table.add_column(col)
+    kinds = {"wall_time": "s", "iteration_time": "ms", "final_accuracy": "frac", "time_to_target": "s"}
+    for r in rows:
+        table.add_row(*[_fmt(r[c], kinds.get(c, "")) for c in reportmod.COMPARE_COLUMNS])
+    out.print(table)
+    out.print(f"written: {os.path.join(out_dir, 'compare.csv')}, {os.path.join(out_dir, 'compare.png')}")
 
 
 @main.command()

@@ -10,11 +10,11 @@ import difflib
 import math
 import os
 import re
-from dataclasses import dataclass, field, replace
-from types import MappingProxyType
+from dataclasses import dataclass, replace
 
 import yaml
 
+from testbed import experiment as experiment_section
 from testbed import presets
 from testbed.units import UnitError, parse_fraction, parse_rate, parse_size, parse_time
 
@@ -112,7 +112,7 @@ class Spec:
     datacenters: tuple
     wan: tuple
     lan: Lan = Lan()
-    experiment: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
+    experiment: object = None    # testbed.experiment.Experiment, when the file has one
     dynamics: tuple = ()
     source: str = ""
 
@@ -280,12 +280,14 @@ def _build(doc, source, default_name):
         raise SpecError("preset_bw_scale", f"{scale!r} must be a number in (0, 1]")
     wan = _wan(doc["wan"], {d.name for d in dcs}, scale)
     _check_connected(dcs, wan)
-    experiment = doc.get("experiment", {})
-    _mapping(experiment, "experiment", "experiment settings")
+    experiment = None
+    if "experiment" in doc:
+        _mapping(doc["experiment"], "experiment", "sync, overlay, workload, stop, ...")
+        experiment = experiment_section.parse(doc["experiment"], dcs, SpecError, _check_keys)
     dynamics = doc.get("dynamics", [])
     _list(dynamics, "dynamics", "timed link changes")
     return Spec(name=name, datacenters=tuple(dcs), wan=tuple(wan), lan=lan,
-                experiment=MappingProxyType(dict(experiment)),
+                experiment=experiment,
                 dynamics=tuple(dynamics), source=source)
 
 

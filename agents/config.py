@@ -1,0 +1,88 @@
+"""An agent's configuration: one JSON file per agent, written by the runner.
+
+Plain dataclasses that round-trip through JSON exactly, so what an agent
+ran with is on disk in the run folder.
+"""
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+
+
+@dataclass
+class Peer:
+    name: str
+    host: str          # IP address on the emulated network
+    port: int
+    dc: str = ""
+
+
+@dataclass
+class Workload:
+    kind: str = "train"            # train | synthetic
+    model: str = "mlp"             # train: mlp | cnn; synthetic: resnet18, resnet50, vgg16, bert-base
+    dataset: str = "digits"        # digits | mnist | cifar10 (the last two from data_dir)
+    data_dir: str = ""
+    partition: str = "iid"         # iid | noniid (by label)
+    batch_size: int = 32
+    lr: float = 0.1
+    momentum: float = 0.9
+    compute_time: float = 0.1      # synthetic: seconds per iteration at speed 1.0
+    eval_every: int = 10
+    seed: int = 0
+
+
+@dataclass
+class Transport:
+    chunk_bytes: int = 1 << 20
+    heartbeat_interval: float = 0.5
+    dead_after: float = 5.0        # a peer silent this long is dead
+    io_threads: int = 1
+
+
+@dataclass
+class AgentConfig:
+    name: str
+    role: str                      # server | worker
+    dc: str
+    host: str                      # own address
+    port: int
+    events: str                    # path of the JSON-lines event file
+    sync: str = "ssgd"
+    overlay: str = "ps"
+    servers: list = field(default_factory=list)    # [Peer]
+    workers: list = field(default_factory=list)    # [Peer]
+    rank: int = 0                  # worker index, or server index
+    speed: float = 1.0             # relative compute speed
+    max_iterations: int = 100
+    target_accuracy: float = 0.0   # 0: none
+    workload: Workload = field(default_factory=Workload)
+    transport: Transport = field(default_factory=Transport)
+
+    def to_json(self):
+        return json.dumps(asdict(self), indent=1, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, d):
+        d = dict(d)
+        known = {f.name for f in fields(cls)}
+        unknown = set(d) - known
+        if unknown:
+            raise ValueError(f"unknown config keys: {', '.join(sorted(unknown))}")
+        d["servers"] = [Peer(**p) for p in d.get("servers", [])]
+        d["workers"] = [Peer(**p) for p in d.get("workers", [])]
+        d["workload"] = Workload(**d.get("workload", {}))
+        d["transport"] = Transport(**d.get("transport", {}))
+        return cls(**d)
+
+    @classmethod
+    def from_json(cls, text):
+        return cls.from_dict(json.loads(text))
+
+    @classmethod
+    def load(cls, path):
+        with open(path) as f:
+            return cls.from_json(f.read())
+
+    def save(self, path):
+        with open(path, "w") as f:
+            f.write(self.to_json() + "\n")

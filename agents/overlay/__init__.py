@@ -1,0 +1,5 @@
+"""Overlay schemes: who sends which keys to whom.  A plan is pure data."""
+
+from agents.overlay import ps
+
+OVERLAYS = {"ps": ps}

@@ -1,0 +1,129 @@
+"""The `experiment:` section of topo.yaml -> a validated Experiment.
+
+Picks one value on each axis (sync, overlay), the workload and when to stop.
+A combination that makes no sense is refused here with a sentence saying
+why, before anything is built.
+"""
+
+from dataclasses import dataclass
+
+from agents import models
+from agents.overlay import OVERLAYS
+from agents.sync import SCHEMES
+from testbed.units import UnitError, parse_size, parse_time
+
+KEYS = {"sync", "overlay", "server_dc", "workload", "model", "dataset", "data_dir", "partition",
+        "batch_size", "lr", "momentum", "compute_time", "eval_every", "seed", "stop", "chunk",
+        "dead_after"}
+STOP_KEYS = {"iterations", "time", "accuracy"}
+
+
+@dataclass(frozen=True)
+class Experiment:
+    sync: str = "ssgd"
+    overlay: str = "ps"
+    server_dc: str = ""
+    workload: str = "train"
+    model: str = "mlp"
+    dataset: str = "digits"
+    data_dir: str = ""
+    partition: str = "iid"
+    batch_size: int = 32
+    lr: float = 0.1
+    momentum: float = 0.9
+    compute_time: float = 0.1
+    eval_every: int = 10
+    seed: int = 0
+    max_iterations: int = 200
+    max_time: float = 600.0
+    target_accuracy: float = 0.0
+    chunk_bytes: int = 1 << 20
+    dead_after: float = 5.0
+
+
+def parse(raw, datacenters, error, check_keys):
+    """raw: the YAML mapping; datacenters: [DataCenter]; error(path, msg)
+    builds the spec's error; check_keys(mapping, allowed, path) refuses
+    unknown keys.  Returns an Experiment."""
+    check_keys(raw, KEYS, "experiment")
+    p = lambda key: f"experiment.{key}"  # noqa: E731
+
+    def choice(key, options, default):
+        value = raw.get(key, default)
+        if value not in options:
+            raise error(p(key), f"unknown {key} {value!r}; available: {', '.join(options)}")
+        return value
+
+    def number(key, default, low, high, kind=float):
+        value = raw.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                (kind is int and not isinstance(value, int)) or not low <= value <= high:
+            raise error(p(key), f"{value!r} must be a{'' if kind is float else ' whole'} number "
+                                f"in {low}..{high}")
+        return kind(value)
+
+    def duration(path, value):
+        try:
+            t = parse_time(value)
+        except UnitError as e:
+            raise error(path, str(e)) from None
+        if t <= 0:
+            raise error(path, f"{value!r} must be above zero")
+        return t
+
+    sync = choice("sync", sorted(SCHEMES), "ssgd")
+    overlay = choice("overlay", sorted(OVERLAYS), "ps")
+    if overlay not in SCHEMES[sync].OVERLAYS:
+        raise error(p("overlay"), f"{sync} runs over {', '.join(SCHEMES[sync].OVERLAYS)}, not {overlay}")
+    workload = choice("workload", ["synthetic", "train"], "train")
+    if workload == "train":
+        model = choice("model", list(models.TRAINABLE), "mlp")
+        dataset = choice("dataset", list(models.DATASETS), "digits")
+        if dataset != "digits" and not raw.get("data_dir"):
+            raise error(p("data_dir"), f"{dataset} is read from a local folder: name it in data_dir")
+    else:
+        model = choice("model", list(models.SYNTHETIC), "resnet18")
+        dataset = ""
+    data_dir = str(raw.get("data_dir", ""))
+    partition = choice("partition", ["iid", "noniid"], "iid")
+
+    with_servers = [d.name for d in datacenters if d.servers > 0]
+    server_dc = raw.get("server_dc", with_servers[0] if with_servers else datacenters[0].name)
+    names = [d.name for d in datacenters]
+    if server_dc not in names:
+        raise error(p("server_dc"), f"unknown data center {server_dc!r} (data centers: {', '.join(names)})")
+    if server_dc not in with_servers:
+        raise error(p("server_dc"), f"{server_dc} has no servers: give it servers: 1 in datacenters")
+    if not any(d.workers for d in datacenters):
+        raise error("datacenters", "no data center has workers: the experiment needs at least one")
+
+    stop = raw.get("stop", {})
+    if not isinstance(stop, dict):
+        raise error(p("stop"), "must be a mapping of iterations, time, accuracy")
+    check_keys(stop, STOP_KEYS, "experiment.stop")
+    iterations = stop.get("iterations", 200)
+    if isinstance(iterations, bool) or not isinstance(iterations, int) or not 1 <= iterations <= 10**7:
+        raise error(p("stop.iterations"), f"{iterations!r} must be a whole number of iterations")
+    max_time = duration(p("stop.time"), stop.get("time", "10min"))
+    accuracy = stop.get("accuracy", 0.0)
+    if isinstance(accuracy, bool) or not isinstance(accuracy, (int, float)) or not 0 <= accuracy <= 1:
+        raise error(p("stop.accuracy"), f"{accuracy!r} must be a fraction between 0 and 1")
+    if accuracy and workload == "synthetic":
+        raise error(p("stop.accuracy"), "a synthetic workload has no accuracy to reach")
+
+    try:
+        chunk = parse_size(raw.get("chunk", "1mib"))
+    except UnitError as e:
+        raise error(p("chunk"), str(e)) from None
+    if not 1024 <= chunk <= 1 << 30:
+        raise error(p("chunk"), "must be between 1kib and 1gib")
+
+    return Experiment(
+        sync=sync, overlay=overlay, server_dc=server_dc, workload=workload, model=model,
+        dataset=dataset, data_dir=data_dir, partition=partition,
+        batch_size=number("batch_size", 32, 1, 100_000, int),
+        lr=number("lr", 0.1, 0.0, 100.0), momentum=number("momentum", 0.9, 0.0, 0.999),
+        compute_time=duration(p("compute_time"), raw.get("compute_time", "100ms")),
+        eval_every=number("eval_every", 10, 1, 10**6, int), seed=number("seed", 0, 0, 2**31, int),
+        max_iterations=iterations, max_time=max_time, target_accuracy=float(accuracy),
+        chunk_bytes=chunk, dead_after=duration(p("dead_after"), raw.get("dead_after", "5s")))

@@ -1,0 +1,58 @@
+"""Samples every WAN direction once a second: the rate it is configured to
+and the bytes its shaper has sent (`tc -s class show`), appended to the run
+folder's link_samples.jsonl.  The report turns them into throughput."""
+
+import json
+import re
+import threading
+import time
+
+from testbed.emulation.network import NetworkError, run_in
+
+SENT_RE = re.compile(r"class htb 1:1 .*?\n\s*Sent (\d+) bytes", re.S)
+
+
+class LinkSampler:
+    def __init__(self, net, path, interval=1.0):
+        self.net = net
+        self.path = path
+        self.interval = interval
+        self.latest = {}          # (src, dst) -> bit/s over the last interval
+        self._prev = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True, name="link-sampler")
+
+    def start(self):
+        self._thread.start()
+        return self
+
+    def sample(self):
+        now = time.monotonic()
+        records = []
+        for (src, dst), direction in list(self.net.current.items()):
+            node, dev, _, _ = self.net.egress(src, dst)
+            try:
+                m = SENT_RE.search(run_in(node, ["tc", "-s", "class", "show", "dev", dev]))
+            except NetworkError:
+                continue  # the network is going down
+            if not m:
+                continue
+            sent = int(m.group(1))
+            prev = self._prev.get((src, dst))
+            if prev:
+                self.latest[(src, dst)] = (sent - prev[1]) * 8 / max(1e-6, now - prev[0])
+            self._prev[(src, dst)] = (now, sent)
+            records.append({"t": now, "src": src, "dst": dst, "rate": direction.rate, "bytes": sent})
+        with open(self.path, "a") as f:
+            for r in records:
+                f.write(json.dumps(r) + "\n")
+
+    def _loop(self):
+        while not self._stop.is_set():
+            self.sample()
+            self._stop.wait(self.interval)
+
+    def stop(self):
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)

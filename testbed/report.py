@@ -1,0 +1,198 @@
+"""Reads a run folder; writes summary.json and PNG plots.  `compare` puts
+several runs side by side.  Everything is derived from the files, so a
+report can be redrawn any time, and a failed run reports what it got."""
+
+import csv
+import os
+import statistics
+
+from agents.events import read_events
+from testbed.runfolder import RunFolder
+
+
+def load(folder):
+    """(events by agent, link samples, link changes) of a run."""
+    events = {name: read_events(folder.agent_file(name, "jsonl")) for name in folder.agent_names()}
+    return events, read_events(folder.link_samples), read_events(folder.links)
+
+
+def run_start(events):
+    starts = [e["t"] for evs in events.values() for e in evs if e["ev"] == "start"]
+    return min(starts) if starts else None
+
+
+def link_series(samples):
+    """{(src, dst): [(t, configured bit/s, measured bit/s)]} from byte counters."""
+    by_dir = {}
+    for s in samples:
+        by_dir.setdefault((s["src"], s["dst"]), []).append(s)
+    series = {}
+    for key, rows in by_dir.items():
+        rows.sort(key=lambda r: r["t"])
+        series[key] = [(b["t"], b["rate"], (b["bytes"] - a["bytes"]) * 8 / (b["t"] - a["t"]))
+                       for a, b in zip(rows, rows[1:]) if b["t"] > a["t"]]
+    return series
+
+
+def summarize(folder):
+    events, samples, changes = load(folder)
+    status = folder.read_json("status.json", {})
+    spec = folder.read_json("spec.json", {})
+    exp = spec.get("experiment") or {}
+    t0 = run_start(events)
+    iters = [e for evs in events.values() for e in evs if e["ev"] == "iter"]
+    evals = sorted((e for evs in events.values() for e in evs if e["ev"] == "eval"),
+                   key=lambda e: e["t"])
+    per_worker = {}
+    for e in iters:
+        per_worker[e["agent"]] = per_worker.get(e["agent"], 0) + 1
+    last = max((e["t"] for evs in events.values() for e in evs), default=t0)
+
+    def mean(key):
+        return statistics.fmean(e[key] for e in iters) if iters else None
+
+    breakdown = {k: mean(k) for k in ("compute", "comm", "wait")}
+    iteration_time = (breakdown["compute"] + mean("sync")) if iters else None
+    wan = {}
+    for (src, dst), rows in link_series(samples).items():
+        rows = [r for r in rows if t0 is None or r[0] >= t0]  # while the agents ran
+        own = [s for s in samples if (s["src"], s["dst"]) == (src, dst)]
+        wan[f"{src}->{dst}"] = {
+            "bytes": own[-1]["bytes"] - own[0]["bytes"] if own else 0,
+            "configured_rate_final": own[-1]["rate"] if own else None,
+            "mean_throughput": statistics.fmean(r[2] for r in rows) if rows else 0.0,
+            "peak_throughput": max((r[2] for r in rows), default=0.0)}
+    target = exp.get("target_accuracy") or 0
+    reached = next((e for e in evals if target and e["accuracy"] >= target), None)
+    summary = {
+        "name": spec.get("name"),
+        "status": status.get("status"), "reason": status.get("reason"),
+        "sync": exp.get("sync"), "overlay": exp.get("overlay"), "workload": exp.get("workload"),
+        "model": exp.get("model"),
+        "workers": len(per_worker),
+        "iterations": min(per_worker.values()) if per_worker else 0,
+        "wall_time": (last - t0) if t0 is not None else 0.0,
+        "iteration_time": iteration_time,
+        "iteration_breakdown": breakdown,
+        "final_accuracy": evals[-1]["accuracy"] if evals else None,
+        "final_loss": evals[-1]["loss"] if evals else None,
+        "target_accuracy": target or None,
+        "time_to_target": (reached["t"] - t0) if reached else None,
+        "wan": wan,
+        "link_changes": len(changes),
+        "environment": folder.read_json("env.json", {}),
+    }
+    folder.write_json("summary.json", summary)
+    return summary
+
+
+def plot(folder):
+    """Write accuracy.png, iteration_time.png and links.png; returns their paths."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    events, samples, _ = load(folder)
+    t0 = run_start(events) or 0.0
+    written = []
+
+    evals = sorted((e for evs in events.values() for e in evs if e["ev"] == "eval"),
+                   key=lambda e: e["t"])
+    iters = [e for evs in events.values() for e in evs if e["ev"] == "iter"]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+    if evals:
+        ax1.plot([e["t"] - t0 for e in evals], [e["accuracy"] for e in evals], marker=".")
+    ax1.set(xlabel="wall time (s)", ylabel="test accuracy", title="accuracy")
+    losses = [(e["t"] - t0, e["loss"]) for e in iters if e.get("loss") is not None]
+    if losses:
+        ax2.plot(*zip(*sorted(losses)), ".", markersize=2, alpha=0.5, label="training (workers)")
+    if evals:
+        ax2.plot([e["t"] - t0 for e in evals], [e["loss"] for e in evals], marker=".", label="test")
+    ax2.set(xlabel="wall time (s)", ylabel="loss", title="loss")
+    ax2.legend()
+    written.append(_save(fig, folder.file("accuracy.png")))
+
+    by_worker = {}
+    for e in iters:
+        by_worker.setdefault(e["agent"], []).append(e)
+    fig, ax = plt.subplots(figsize=(max(5, len(by_worker) * 0.9), 4))
+    names = sorted(by_worker)
+    bottom = [0.0] * len(names)
+    for part, color in (("compute", "tab:blue"), ("comm", "tab:orange"), ("wait", "tab:gray")):
+        vals = [statistics.fmean(e[part] for e in by_worker[n]) for n in names]
+        ax.bar(names, vals, bottom=bottom, label=part, color=color)
+        bottom = [b + v for b, v in zip(bottom, vals)]
+    ax.set(ylabel="seconds per iteration (mean)", title="iteration time breakdown")
+    ax.tick_params(axis="x", rotation=45)
+    ax.legend()
+    written.append(_save(fig, folder.file("iteration_time.png")))
+
+    series = link_series(samples)
+    if series:
+        keys = sorted(series)
+        fig, axes = plt.subplots(len(keys), 1, figsize=(9, 1.8 * len(keys) + 0.6), sharex=True,
+                                 squeeze=False)
+        for ax, key in zip(axes[:, 0], keys):
+            rows = series[key]
+            ts = [r[0] - t0 for r in rows]
+            ax.step(ts, [r[1] / 1e6 for r in rows], where="post", label="configured", color="k")
+            ax.plot(ts, [r[2] / 1e6 for r in rows], label="measured", color="tab:red")
+            ax.set_ylabel("Mbit/s")
+            ax.set_title(f"{key[0]} -> {key[1]}", fontsize=9)
+        axes[0, 0].legend(fontsize=8)
+        axes[-1, 0].set_xlabel("time since the agents started (s)")
+        written.append(_save(fig, folder.file("links.png")))
+    return written
+
+
+def _save(fig, path):
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    import matplotlib.pyplot as plt
+    plt.close(fig)
+    return path
+
+
+def report(path):
+    folder = RunFolder(path)
+    summary = summarize(folder)
+    return summary, plot(folder)
+
+
+COMPARE_COLUMNS = ("run", "status", "sync", "overlay", "iterations", "wall_time", "iteration_time",
+                   "final_accuracy", "time_to_target")
+
+
+def compare(paths, out_dir):
+    """A table (rows of COMPARE_COLUMNS), compare.csv and compare.png in out_dir."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    os.makedirs(out_dir, exist_ok=True)
+    rows = []
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
+    for path in paths:
+        folder = RunFolder(path)
+        s = summarize(folder)
+        name = os.path.basename(os.path.normpath(path))
+        rows.append({"run": name, **{k: s.get(k) for k in COMPARE_COLUMNS[1:]}})
+        events, _, _ = load(folder)
+        t0 = run_start(events) or 0.0
+        evals = sorted((e for evs in events.values() for e in evs if e["ev"] == "eval"),
+                       key=lambda e: e["t"])
+        if evals:
+            ax1.plot([e["t"] - t0 for e in evals], [e["accuracy"] for e in evals], marker=".",
+                     label=name)
+        ax2.bar(name, s["iteration_time"] or 0.0)
+    ax1.set(xlabel="wall time (s)", ylabel="test accuracy", title="accuracy over time")
+    if ax1.lines:
+        ax1.legend(fontsize=8)
+    ax2.set(ylabel="seconds", title="mean iteration time")
+    ax2.tick_params(axis="x", rotation=30)
+    _save(fig, os.path.join(out_dir, "compare.png"))
+    with open(os.path.join(out_dir, "compare.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COMPARE_COLUMNS)
+        w.writeheader()
+        w.writerows(rows)
+    return rows

@@ -1,0 +1,79 @@
+"""A run's folder: everything about one experiment, written as it happens.
+
+    results/runs/<time>-<name>/
+      topo.yaml          the file as it was run
+      spec.json          the resolved spec (units as numbers)
+      env.json           facts about the machine and the emulation
+      status.json        running | completed | failed, and why
+      agents/NAME.json   each agent's config; NAME.jsonl its events; NAME.log its output
+      links.jsonl        every live change of a WAN link
+      link_samples.jsonl each WAN direction's configured rate and bytes sent, every second
+      summary.json, *.png   written by the report
+"""
+
+import dataclasses
+import json
+import os
+import time
+
+
+class RunFolder:
+    def __init__(self, path):
+        self.path = path
+        self.agents = os.path.join(path, "agents")
+        self.links = os.path.join(path, "links.jsonl")
+        self.link_samples = os.path.join(path, "link_samples.jsonl")
+
+    @classmethod
+    def create(cls, root, spec, source_text):
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        path = os.path.join(root, f"{stamp}-{spec.name}")
+        n = 1
+        while os.path.exists(path):
+            n += 1
+            path = os.path.join(root, f"{stamp}-{spec.name}-{n}")
+        os.makedirs(os.path.join(path, "agents"))
+        folder = cls(path)
+        with open(os.path.join(path, "topo.yaml"), "w") as f:
+            f.write(source_text)
+        folder.write_json("spec.json", dataclasses.asdict(spec))
+        folder.set_status("running")
+        return folder
+
+    def file(self, name):
+        return os.path.join(self.path, name)
+
+    def agent_file(self, agent, ext):
+        return os.path.join(self.agents, f"{agent}.{ext}")
+
+    def write_json(self, name, data):
+        tmp = self.file(name + ".tmp")
+        with open(tmp, "w") as f:
+            json.dump(data, f, indent=1, default=str)
+            f.write("\n")
+        os.replace(tmp, self.file(name))
+
+    def read_json(self, name, default=None):
+        try:
+            with open(self.file(name)) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return default
+
+    def set_status(self, status, reason=""):
+        self.write_json("status.json", {"status": status, "reason": reason, "wall": time.time()})
+
+    def agent_names(self):
+        return sorted(f[:-5] for f in os.listdir(self.agents) if f.endswith(".json"))
+
+
+def is_run_folder(path):
+    return os.path.isfile(os.path.join(path, "status.json")) and os.path.isdir(os.path.join(path, "agents"))
+
+
+def newest_run(root):
+    if not os.path.isdir(root):
+        return None
+    runs = [os.path.join(root, d) for d in sorted(os.listdir(root))
+            if is_run_folder(os.path.join(root, d))]
+    return runs[-1] if runs else None

@@ -1,0 +1,262 @@
+"""One experiment's life: build the network, launch the agents, watch them,
+collect, and always tear down.
+
+Agents run as `python -m agents ROLE --config FILE` inside their hosts and
+write their events to the run folder; the runner only reads those files,
+samples the links and watches the processes.  A dead agent stops the run
+within a poll interval, with its name and the end of its log.
+"""
+
+import os
+import platform
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+from agents.config import AgentConfig, Peer, Transport, Workload
+from testbed.emulation import capability, network
+from testbed.linksampler import LinkSampler
+from testbed.runfolder import RunFolder
+
+AGENT_PORT = 7000
+POLL = 0.2
+SERVER_GRACE = 10.0      # after the workers finish, servers get this long to exit
+
+
+class RunError(RuntimeError):
+    """The experiment could not start or went wrong; the text says why."""
+
+
+@dataclass
+class Agent:
+    name: str
+    role: str
+    proc: subprocess.Popen
+    log_path: str
+
+
+@dataclass
+class Outcome:
+    status: str            # completed | failed
+    reason: str
+    folder: RunFolder
+
+
+class EventTail:
+    """New complete lines of a JSON-lines file, read incrementally."""
+
+    def __init__(self, path):
+        self.path = path
+        self.offset = 0
+
+    def read(self):
+        import json
+        try:
+            with open(self.path) as f:
+                f.seek(self.offset)
+                chunk = f.read()
+        except FileNotFoundError:
+            return []
+        end = chunk.rfind("\n") + 1
+        self.offset += len(chunk[:end].encode())
+        out = []
+        for line in chunk[:end].splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                pass
+        return out
+
+
+def agent_configs(spec, net, folder):
+    """One AgentConfig per server and worker of the experiment."""
+    exp = spec.experiment
+    servers = [Peer(h.name, h.ip, AGENT_PORT, h.dc) for h in net.plan.hosts
+               if h.role == "server" and h.dc == exp.server_dc]
+    workers = [Peer(h.name, h.ip, AGENT_PORT, h.dc) for h in net.plan.hosts if h.role == "worker"]
+    workload = Workload(kind=exp.workload, model=exp.model, dataset=exp.dataset,
+                        data_dir=exp.data_dir, partition=exp.partition, batch_size=exp.batch_size,
+                        lr=exp.lr, momentum=exp.momentum, compute_time=exp.compute_time,
+                        eval_every=exp.eval_every, seed=exp.seed)
+    transport = Transport(chunk_bytes=exp.chunk_bytes, dead_after=exp.dead_after)
+    speeds = {}
+    for dc in spec.datacenters:
+        for i, s in enumerate(dc.compute):
+            speeds[f"{dc.name}-w{i}"] = s
+    configs = []
+    for role, peers in (("server", servers), ("worker", workers)):
+        for rank, p in enumerate(peers):
+            configs.append(AgentConfig(
+                name=p.name, role=role, dc=p.dc, host=p.host, port=p.port,
+                events=folder.agent_file(p.name, "jsonl"), sync=exp.sync, overlay=exp.overlay,
+                servers=servers, workers=workers, rank=rank, speed=speeds.get(p.name, 1.0),
+                max_iterations=exp.max_iterations, target_accuracy=exp.target_accuracy,
+                workload=workload, transport=transport))
+    return configs
+
+
+def environment(net):
+    import numpy
+    env = {"delay_backend": net.backend.name, "delay_backend_description": net.backend.description,
+           "delay_emulated": True, "kernel": platform.release(), "python": platform.python_version(),
+           "cpus": os.cpu_count(), "numpy": numpy.__version__, "run_id": net.state.run_id}
+    try:
+        import torch
+        env["torch"] = torch.__version__
+    except ImportError:
+        pass
+    return env
+
+
+def launch(net, configs, folder):
+    agents = []
+    for cfg in configs:
+        path = folder.agent_file(cfg.name, "json")
+        cfg.save(path)
+        log_path = folder.agent_file(cfg.name, "log")
+        with open(log_path, "wb") as log:
+            proc = net.node(cfg.name).popen(
+                [sys.executable, "-m", "agents", cfg.role, "--config", path],
+                stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        net.state.note("pids", proc.pid)
+        agents.append(Agent(cfg.name, cfg.role, proc, log_path))
+    return agents
+
+
+def describe_exit(code):
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with code {code}"
+
+
+def log_tail(path, lines=8):
+    try:
+        with open(path, errors="replace") as f:
+            return [line.rstrip() for line in f.readlines()[-lines:]]
+    except OSError:
+        return []
+
+
+def stop_agents(agents, grace=3.0):
+    for a in agents:
+        if a.proc.poll() is None:
+            a.proc.terminate()
+    deadline = time.monotonic() + grace
+    for a in agents:
+        try:
+            a.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            a.proc.kill()
+            a.proc.wait()
+
+
+class Progress:
+    """The numbers the live progress line shows, fed from events and samples."""
+
+    def __init__(self):
+        self.iteration = 0
+        self.loss = None
+        self.accuracy = None
+        self.sync = None
+
+    def take(self, events):
+        for e in events:
+            if e["ev"] == "iter":
+                self.iteration = max(self.iteration, e["it"] + 1)
+                self.sync = e["sync"]
+                if e.get("loss") is not None:
+                    self.loss = e["loss"]
+            elif e["ev"] == "eval":
+                self.accuracy = e["accuracy"]
+
+    def line(self, elapsed, throughput):
+        parts = [f"{elapsed:6.1f}s", f"iter {self.iteration}"]
+        if self.loss is not None:
+            parts.append(f"loss {self.loss:.3f}")
+        if self.accuracy is not None:
+            parts.append(f"acc {self.accuracy:.3f}")
+        if self.sync is not None:
+            parts.append(f"sync {self.sync * 1e3:.0f}ms")
+        links = " ".join(f"{s[:3]}>{d[:3]} {bps / 1e6:.1f}" for (s, d), bps in sorted(throughput.items()))
+        if links:
+            parts.append(f"WAN Mbit/s: {links}")
+        return " | ".join(parts)
+
+
+def watch(agents, exp, folder, sampler, show):
+    """Until the workers finish, an agent dies or time runs out.
+    Returns (status, reason)."""
+    started = time.monotonic()
+    first_worker = next(a for a in agents if a.role == "worker")
+    tail = EventTail(folder.agent_file(first_worker.name, "jsonl"))
+    progress = Progress()
+    last_show = 0.0
+    while True:
+        for a in agents:
+            code = a.proc.poll()
+            if code not in (None, 0):
+                tail_lines = log_tail(a.log_path)
+                reason = f"agent {a.name} {describe_exit(code)}"
+                return "failed", reason + ("; its log ends:\n  " + "\n  ".join(tail_lines)
+                                           if tail_lines else "")
+        workers = [a for a in agents if a.role == "worker"]
+        if all(a.proc.poll() == 0 for a in workers):
+            deadline = time.monotonic() + SERVER_GRACE
+            while time.monotonic() < deadline and any(a.proc.poll() is None for a in agents):
+                time.sleep(POLL)
+            for a in agents:
+                code = a.proc.poll()
+                if code not in (None, 0):
+                    return "failed", f"agent {a.name} {describe_exit(code)} after the workers finished"
+            return "completed", "workers finished"
+        elapsed = time.monotonic() - started
+        if elapsed > exp.max_time:
+            return "completed", f"time limit of {exp.max_time:g}s reached"
+        progress.take(tail.read())
+        if time.monotonic() - last_show >= 0.5:
+            show(progress.line(elapsed, sampler.latest))
+            last_show = time.monotonic()
+        time.sleep(POLL)
+
+
+def run(spec, runs_root, delay_backend="auto", show=print, on_folder=lambda folder: None):
+    """Run the experiment of a Spec.  Returns an Outcome; the run folder is
+    always left with its status, events, samples and summary."""
+    if spec.experiment is None:
+        raise RunError("the topology has no experiment: section, so there is nothing to run")
+    capability.require_network_capabilities()  # before any folder is made
+    with open(spec.source) as f:
+        source_text = f.read()
+    folder = RunFolder.create(runs_root, spec, source_text)
+    on_folder(folder)
+    status, reason = "failed", "the run did not start"
+    agents = []
+    sampler = None
+    net = None
+    try:
+        net = network.build(spec, delay_backend=delay_backend, link_log=folder.links)
+        folder.write_json("env.json", environment(net))
+        show(f"network up (run {net.state.run_id}); delay by {net.backend.name}: "
+             f"{net.backend.description}")
+        sampler = LinkSampler(net, folder.link_samples).start()
+        agents = launch(net, agent_configs(spec, net, folder), folder)
+        status, reason = watch(agents, spec.experiment, folder, sampler, show)
+    except KeyboardInterrupt:
+        status, reason = "failed", "interrupted by the user"
+    except BaseException as e:
+        status, reason = "failed", f"{type(e).__name__}: {e}"
+        raise
+    finally:
+        stop_agents(agents)
+        if sampler:
+            sampler.stop()
+        if net is not None:
+            net.stop()
+        folder.set_status(status, reason)
+    return Outcome(status, reason, folder)
+

@@ -1,0 +1,105 @@
+"""The transport over real ZeroMQ sockets on loopback."""
+
+import socket
+import time
+
+import numpy as np
+import pytest
+
+from agents.transport import Endpoint, PeerDead, RecvTimeout, split
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+@pytest.fixture
+def pair():
+    pa, pb = free_port(), free_port()
+    logged = []
+    a = Endpoint("a", "127.0.0.1", pa, {"b": ("127.0.0.1", pb)}, chunk_bytes=1000,
+                 heartbeat_interval=0.1, dead_after=1.0)
+    b = Endpoint("b", "127.0.0.1", pb, {"a": ("127.0.0.1", pa)}, chunk_bytes=1000,
+                 heartbeat_interval=0.1, dead_after=1.0,
+                 log=lambda kind, **f: logged.append((kind, f)))
+    yield a, b, logged
+    a.close()
+    b.close()
+
+
+def test_split_covers_every_byte_once():
+    assert split(2500, 1000) == [(0, 1000), (1000, 1000), (2000, 500)]
+    assert split(1000, 1000) == [(0, 1000)]
+    assert split(0, 1000) == [(0, 0)]
+
+
+@pytest.mark.parametrize("shape,dtype", [((1,), np.float32), ((250,), np.float32), ((251,), np.float32),
+                                         ((7, 13, 3), np.float64), ((0,), np.float32),
+                                         ((100_003,), np.int8), ((33, 1), np.int64)])
+def test_tensors_round_trip_bit_exactly_through_chunks(pair, shape, dtype):
+    a, b, _ = pair
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal(shape) * 1e6).astype(dtype)
+    a.send("b", {"type": "t", "tag": 7}, x)
+    m = b.recv(timeout=5)
+    assert m.sender == "a" and m.header["type"] == "t" and m.header["tag"] == 7
+    assert m.payload.dtype == x.dtype and m.payload.shape == x.shape
+    assert m.payload.tobytes() == x.tobytes()
+    assert m.header["nchunks"] == len(split(x.nbytes, 1000))
+
+
+def test_special_floats_survive(pair):
+    a, b, _ = pair
+    x = np.array([np.nan, np.inf, -np.inf, -0.0, 1e-45], np.float32)
+    a.send("b", {"type": "t"}, x)
+    assert b.recv(timeout=5).payload.tobytes() == x.tobytes()
+
+
+def test_messages_in_a_row_arrive_in_order_and_whole(pair):
+    a, b, _ = pair
+    xs = [np.arange(n, dtype=np.float32) for n in (10, 3000, 1, 2500)]
+    for i, x in enumerate(xs):
+        a.send("b", {"type": "t", "i": i}, x)
+    got = [b.recv(timeout=5) for _ in xs]
+    assert [m.header["i"] for m in got] == [0, 1, 2, 3]
+    assert all(np.array_equal(m.payload, x) for m, x in zip(got, xs))
+
+
+def test_header_only_messages_and_byte_counts(pair):
+    a, b, _ = pair
+    a.send("b", {"type": "bye"})
+    assert b.recv(timeout=5).payload is None
+    a.send("b", {"type": "t"}, np.zeros(500, np.float32))
+    b.recv(timeout=5)
+    assert a.bytes_sent["b"] == 2000 and b.bytes_received["a"] == 2000
+
+
+def test_large_messages_are_logged_as_passive_goodput_measurements(pair):
+    a, b, logged = pair
+    a.send("b", {"type": "t"}, np.zeros(100_000, np.float32))
+    b.recv(timeout=5)
+    xfers = [f for kind, f in logged if kind == "xfer"]
+    assert xfers and xfers[0]["peer"] == "a" and xfers[0]["bytes"] == 400_000
+    assert xfers[0]["goodput"] > 0
+
+
+def test_a_quiet_but_alive_peer_is_not_declared_dead(pair):
+    a, b, _ = pair
+    with pytest.raises(RecvTimeout):
+        b.recv(timeout=2.0, watch=["a"])  # heartbeats keep a alive past dead_after
+
+
+def test_a_dead_peer_is_detected_not_waited_on_forever(pair):
+    a, b, _ = pair
+    a.send("b", {"type": "hello"})
+    b.recv(timeout=5)
+    a.close()
+    t0 = time.monotonic()
+    with pytest.raises(PeerDead, match="peer a has been silent"):
+        b.recv(timeout=30, watch=["a"])
+    assert time.monotonic() - t0 < 5
+    a.close = lambda: None  # already closed
