@@ -8,7 +8,7 @@ from agents.config import AgentConfig
 from agents.events import EventLog
 from agents.transport import PeerDead
 
-ROLES = ("server", "worker")
+ROLES = ("server", "worker", "probe")
 
 
 def main(argv=None):
@@ -32,6 +32,8 @@ def main(argv=None):
     signal.signal(signal.SIGTERM, terminate)
     if args.role == "server":
         from agents.roles.server import run
+    elif args.role == "probe":
+        from agents.roles.probe import run
     else:
         from agents.roles.worker import run
     try:

@@ -42,7 +42,7 @@ class Transport:
 @dataclass
 class AgentConfig:
     name: str
-    role: str                      # server | worker
+    role: str                      # server | worker | probe
     dc: str
     host: str                      # own address
     port: int
@@ -57,6 +57,11 @@ class AgentConfig:
     target_accuracy: float = 0.0   # 0: none
     workload: Workload = field(default_factory=Workload)
     transport: Transport = field(default_factory=Transport)
+    speed_file: str = ""           # the runner writes a new speed here to change it live
+    probes: list = field(default_factory=list)     # [Peer], one per DC
+    # probe settings: period, budget, train_time, pub_port, pairs
+    # [{src, dst, links}], passive_events [paths], agent_dcs {agent: dc}
+    probe: dict = field(default_factory=dict)
 
     def to_json(self):
         return json.dumps(asdict(self), indent=1, sort_keys=True)
@@ -70,6 +75,7 @@ class AgentConfig:
             raise ValueError(f"unknown config keys: {', '.join(sorted(unknown))}")
         d["servers"] = [Peer(**p) for p in d.get("servers", [])]
         d["workers"] = [Peer(**p) for p in d.get("workers", [])]
+        d["probes"] = [Peer(**p) for p in d.get("probes", [])]
         d["workload"] = Workload(**d.get("workload", {}))
         d["transport"] = Transport(**d.get("transport", {}))
         return cls(**d)

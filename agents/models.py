@@ -76,10 +76,15 @@ def bert_base_shapes(vocab=30522, hidden=768, layers=12, inter=3072, positions=5
     return s + [("pooler.weight", (hidden, hidden)), ("pooler.bias", (hidden,))]
 
 
+def is_flat(model):
+    return isinstance(model, str) and model.startswith("flat-") and model[5:].isdigit() \
+        and 0 < int(model[5:]) <= 2_000_000_000
+
+
 def synthetic_shapes(model):
     """Per-layer shapes of a named model; `flat-N` is one tensor of N values
-    (a model of an exact size, for transport benchmarks)."""
-    if model.startswith("flat-") and model[5:].isdigit():
+    (a model of an exact size)."""
+    if is_flat(model):
         return [("flat", (int(model[5:]),))]
     return {"resnet18": lambda: resnet_shapes((2, 2, 2, 2), False),
             "resnet50": lambda: resnet_shapes((3, 4, 6, 3), True),

@@ -76,6 +76,13 @@ def validate(file):
     dcs = ", ".join(f"{d.name} ({d.servers} servers, {d.workers} workers)" for d in spec.datacenters)
     out.print(f"[bold]{spec.name}[/]: {len(spec.datacenters)} data centers: {dcs}")
     out.print(links_table(spec, "WAN links"))
+    exp = spec.experiment
+    if exp:
+        out.print(f"experiment: sync {exp.sync}, overlay {exp.overlay}, servers in {exp.server_dc}, "
+                  f"{exp.workload} {exp.model}" + (f" on {exp.dataset}" if exp.dataset else "")
+                  + (", probes on" if exp.probe else ""))
+    if spec.dynamics:
+        out.print(f"dynamics: {len(spec.dynamics)} scheduled changes")
     out.print(f"{file}: valid")
 
 
@@ -206,6 +213,11 @@ def summary_table(summary, title):
     for name, w in summary["wan"].items():
         table.add_row(f"WAN {name}", f"{w['bytes'] / 1e6:.1f} MB, mean {w['mean_throughput'] / 1e6:.2f} "
                                      f"Mbit/s of {w['configured_rate_final'] / 1e6:g} configured")
+    for name, q in summary.get("probe", {}).items():
+        follow = ", ".join("-" if f is None else f"{f:.1f}s" for f in q["follow_seconds"])
+        table.add_row(f"probe {name}", f"median error {q['median_abs_error'] * 100:.1f}%, overhead "
+                                       f"{_fmt(q['overhead'] and q['overhead'] * 100, 'int')}% of the link"
+                                       + (f", followed changes in {follow}" if follow else ""))
     table.add_row("delay emulated by", summary["environment"].get("delay_backend", "-"))
     return table
 
@@ -215,7 +227,9 @@ def summary_table(summary, title):
 @backend_option
 @click.option("--runs", "runs_root", default=RUNS_ROOT, show_default=True,
               help="folder that receives the run folder")
-def run(file, delay_backend, runs_root):
+@click.option("--console", "with_console", is_flag=True,
+              help="a prompt during the run to change links and speeds (help lists the commands)")
+def run(file, delay_backend, runs_root, with_console):
     """Build the network, run the experiment, report, tear down."""
     from testbed import report as reportmod
     from testbed import runner
@@ -225,22 +239,24 @@ def run(file, delay_backend, runs_root):
         fail(f"{file}: experiment: missing: add an experiment section to run (see "
              "topologies/quickstart.yaml)")
     tear_down_on_signals()
-    live = out.status("starting") if out.is_terminal else None
+    live = out.status("starting") if out.is_terminal and not with_console else None
 
     def show(line):
+        if with_console:
+            return  # the prompt owns the terminal; `show links` / `show probe` ask
         if live is not None:
             live.update(line)
-        else:
-            now = time.monotonic()
-            if now - show.last >= 5 or not line[:1].isspace() and "iter" not in line:
-                click.echo(line)
-                show.last = now
+        elif time.monotonic() - show.last >= 5:
+            click.echo(line)
+            show.last = time.monotonic()
     show.last = 0.0
+    restore = _save_terminal() if with_console else (lambda: None)
     try:
         if live is not None:
             live.start()
-        outcome = runner.run(spec, runs_root, delay_backend, show=show,
-                             on_folder=lambda f: click.echo(f"run folder: {f.path}"))
+        outcome = runner.run(spec, runs_root, delay_backend, show=show, say=click.echo,
+                             on_folder=lambda f: click.echo(f"run folder: {f.path}"),
+                             console=_start_console if with_console else None)
     except CapabilityError as e:
         fail(str(e), EXIT_CANNOT)
     except runner.RunError as e:
@@ -248,11 +264,54 @@ def run(file, delay_backend, runs_root):
     finally:
         if live is not None:
             live.stop()
+        restore()
     summary, plots = reportmod.report(outcome.folder.path)
     out.print(summary_table(summary, f"run {os.path.basename(outcome.folder.path)}"))
     out.print("plots: " + ", ".join(plots))
     if outcome.status != "completed":
         fail(f"the run failed: {outcome.reason}", EXIT_CANNOT)
+
+
+def _start_console(commands):
+    import threading
+
+    from testbed.control import RunConsole
+    # A daemon thread: when the run ends, the process leaves without waiting for input.
+    threading.Thread(target=RunConsole(commands, sys.stdout).cmdloop, daemon=True,
+                     name="console").start()
+
+
+def _save_terminal():
+    """The console's line editing changes terminal modes; put them back at the end."""
+    try:
+        import termios
+        fd = sys.stdin.fileno()
+        saved = termios.tcgetattr(fd)
+    except (ImportError, OSError, ValueError):
+        return lambda: None
+    return lambda: termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+
+@main.command()
+@click.argument("command", nargs=-1, required=True)
+@click.option("--run", "run_dir", type=click.Path(file_okay=False), default=None,
+              help="the running experiment's folder (default: the newest run)")
+def inject(command, run_dir):
+    """Send a command to a running experiment, e.g. `link a b bw=5mbit`."""
+    from testbed.control import CommandError
+    from testbed.control import inject as send
+    from testbed.runfolder import newest_run
+
+    run_dir = _run_dir(run_dir or newest_run(RUNS_ROOT) or fail(f"no runs in {RUNS_ROOT}"))
+    try:
+        ok, text = send(run_dir, " ".join(command))
+    except CommandError as e:
+        fail(str(e), EXIT_CANNOT)
+    except OSError as e:
+        fail(f"cannot reach the experiment in {run_dir}: {e.strerror or e}", EXIT_CANNOT)
+    if not ok:
+        fail(text)
+    click.echo(text)
 
 
 def _run_dir(path):

@@ -10,12 +10,20 @@ from dataclasses import dataclass
 from agents import models
 from agents.overlay import OVERLAYS
 from agents.sync import SCHEMES
-from testbed.units import UnitError, parse_size, parse_time
+from testbed.units import UnitError, parse_fraction, parse_size, parse_time
 
 KEYS = {"sync", "overlay", "server_dc", "workload", "model", "dataset", "data_dir", "partition",
         "batch_size", "lr", "momentum", "compute_time", "eval_every", "seed", "stop", "chunk",
-        "dead_after"}
+        "dead_after", "probe"}
 STOP_KEYS = {"iterations", "time", "accuracy"}
+PROBE_KEYS = {"period", "budget", "train"}
+
+
+@dataclass(frozen=True)
+class ProbeSettings:
+    period: float = 2.5        # seconds between two trains of a pair
+    budget: float = 0.05       # share of each link direction's capacity for probe bytes
+    train_time: float = 0.1    # a train's length at the link's rate
 
 
 @dataclass(frozen=True)
@@ -39,6 +47,7 @@ class Experiment:
     target_accuracy: float = 0.0
     chunk_bytes: int = 1 << 20
     dead_after: float = 5.0
+    probe: ProbeSettings = None   # None: no probes
 
 
 def parse(raw, datacenters, error, check_keys):
@@ -82,7 +91,10 @@ def parse(raw, datacenters, error, check_keys):
         if dataset != "digits" and not raw.get("data_dir"):
             raise error(p("data_dir"), f"{dataset} is read from a local folder: name it in data_dir")
     else:
-        model = choice("model", list(models.SYNTHETIC), "resnet18")
+        model = raw.get("model", "resnet18")
+        if not (model in models.SYNTHETIC or models.is_flat(model)):
+            raise error(p("model"), f"unknown model {model!r}; available: "
+                                    f"{', '.join(models.SYNTHETIC)}, or flat-N (one tensor of N values)")
         dataset = ""
     data_dir = str(raw.get("data_dir", ""))
     partition = choice("partition", ["iid", "noniid"], "iid")
@@ -118,6 +130,25 @@ def parse(raw, datacenters, error, check_keys):
     if not 1024 <= chunk <= 1 << 30:
         raise error(p("chunk"), "must be between 1kib and 1gib")
 
+    probe = None
+    if "probe" in raw:
+        settings = raw["probe"] if raw["probe"] is not None else {}
+        if settings is True:
+            settings = {}
+        if not isinstance(settings, dict):
+            raise error(p("probe"), "must be a mapping of period, budget, train (or true)")
+        check_keys(settings, PROBE_KEYS, "experiment.probe")
+        budget = settings.get("budget", "5%")
+        try:
+            budget = parse_fraction(budget)
+        except UnitError as e:
+            raise error(p("probe.budget"), str(e)) from None
+        if not 0 < budget <= 0.5:
+            raise error(p("probe.budget"), f"{settings['budget']!r} must be above 0% and at most 50%")
+        probe = ProbeSettings(period=duration(p("probe.period"), settings.get("period", "2500ms")),
+                              budget=budget,
+                              train_time=duration(p("probe.train"), settings.get("train", "100ms")))
+
     return Experiment(
         sync=sync, overlay=overlay, server_dc=server_dc, workload=workload, model=model,
         dataset=dataset, data_dir=data_dir, partition=partition,
@@ -126,4 +157,5 @@ def parse(raw, datacenters, error, check_keys):
         compute_time=duration(p("compute_time"), raw.get("compute_time", "100ms")),
         eval_every=number("eval_every", 10, 1, 10**6, int), seed=number("seed", 0, 0, 2**31, int),
         max_iterations=iterations, max_time=max_time, target_accuracy=float(accuracy),
-        chunk_bytes=chunk, dead_after=duration(p("dead_after"), raw.get("dead_after", "5s")))
+        chunk_bytes=chunk, dead_after=duration(p("dead_after"), raw.get("dead_after", "5s")),
+        probe=probe)

@@ -1,16 +1,13 @@
-"""Samples every WAN direction once a second: the rate it is configured to
-and the bytes its shaper has sent (`tc -s class show`), appended to the run
-folder's link_samples.jsonl.  The report turns them into throughput."""
+"""Samples every WAN direction once a second: the rate its shaper is set to
+and the bytes it has sent, both as the kernel reports them (`tc -s class
+show`), appended to the run folder's link_samples.jsonl.  The report turns
+them into throughput."""
 
 import json
-import re
 import threading
 import time
 
-from testbed.emulation.network import NetworkError, run_in
-
-SENT_RE = re.compile(r"class htb 1:1 .*?\n\s*Sent (\d+) bytes", re.S)
-
+from testbed.emulation.network import NetworkError
 
 class LinkSampler:
     def __init__(self, net, path, interval=1.0):
@@ -30,19 +27,16 @@ class LinkSampler:
         now = time.monotonic()
         records = []
         for (src, dst), direction in list(self.net.current.items()):
-            node, dev, _, _ = self.net.egress(src, dst)
             try:
-                m = SENT_RE.search(run_in(node, ["tc", "-s", "class", "show", "dev", dev]))
+                rate, sent = self.net.shaper_counters(src, dst)
             except NetworkError:
                 continue  # the network is going down
-            if not m:
-                continue
-            sent = int(m.group(1))
             prev = self._prev.get((src, dst))
             if prev:
                 self.latest[(src, dst)] = (sent - prev[1]) * 8 / max(1e-6, now - prev[0])
             self._prev[(src, dst)] = (now, sent)
-            records.append({"t": now, "src": src, "dst": dst, "rate": direction.rate, "bytes": sent})
+            records.append({"t": now, "src": src, "dst": dst, "rate": rate, "up": direction.up,
+                            "bytes": sent})
         with open(self.path, "a") as f:
             for r in records:
                 f.write(json.dumps(r) + "\n")

@@ -1,54 +1,16 @@
 """The console of `testbed net`: poke a running emulated WAN by hand.
 
-Commands parse into plain values first (`parse_link_change`), so the
-parsing is tested without a network and a bad command changes nothing.
+Link changes use the same grammar as a running experiment's console
+(testbed.control), parsed whole before anything changes.
 """
 
 import cmd
 import shlex
 
+from testbed.control import CommandError, parse_link_change
 from testbed.emulation import measure
 from testbed.emulation.network import NetworkError, run_in
-from testbed.units import UnitError, format_rate, format_time, parse_fraction, parse_rate, parse_time
-
-LINK_USAGE = "link A B [bw RATE] [delay TIME] [jitter TIME] [loss SHARE] [oneway]"
-
-
-class CommandError(ValueError):
-    """A console command that cannot be carried out; the text says why."""
-
-
-def parse_link_change(words, dc_names):
-    """['a', 'b', 'bw', '5mbit', 'delay', '80ms'] ->
-    ('a', 'b', both, {'rate': 5e6, 'delay': 0.08})."""
-    if len(words) < 2:
-        raise CommandError(f"usage: {LINK_USAGE}")
-    a, b, rest = words[0], words[1], words[2:]
-    for dc in (a, b):
-        if dc not in dc_names:
-            raise CommandError(f"unknown data center {dc!r} (known: {', '.join(dc_names)})")
-    both = True
-    if rest and rest[-1] == "oneway":
-        both, rest = False, rest[:-1]
-    parsers = {"bw": ("rate", parse_rate), "delay": ("delay", parse_time),
-               "jitter": ("jitter", parse_time), "loss": ("loss", parse_fraction)}
-    if not rest or len(rest) % 2:
-        raise CommandError(f"usage: {LINK_USAGE}")
-    changes = {}
-    for key, value in zip(rest[::2], rest[1::2]):
-        if key not in parsers:
-            raise CommandError(f"unknown link setting {key!r}; use bw, delay, jitter or loss")
-        name, parse = parsers[key]
-        try:
-            changes[name] = parse(value)
-        except UnitError as e:
-            raise CommandError(f"{key}: {e}") from None
-    if changes.get("rate", 1) <= 0:
-        raise CommandError("bw must be above zero")
-    if not 0 <= changes.get("loss", 0) < 1:
-        raise CommandError("loss must be at least 0% and below 100%")
-    return a, b, both, changes
-
+from testbed.units import format_rate, format_time
 
 def describe_links(net):
     rows = []
@@ -111,8 +73,9 @@ class NetConsole(cmd.Cmd):
         self.say(f"{a} -> {b}: {bps / 1e6:.2f} Mbit/s goodput")
 
     def do_link(self, arg):
-        """link A B [bw RATE] [delay TIME] [jitter TIME] [loss SHARE] [oneway]:
-        change a WAN link live, both directions unless oneway (A -> B)."""
+        """link A B [bw RATE] [delay TIME] [jitter TIME] [loss SHARE] [oneway],
+        link A B down|up: change a WAN link live, both directions unless
+        oneway (A -> B)."""
         a, b, both, changes = parse_link_change(shlex.split(arg), self.dcs)
         self.net.change_link(a, b, both=both, source="console", **changes)
         self.do_links("")

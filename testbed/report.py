@@ -34,6 +34,72 @@ def link_series(samples):
     return series
 
 
+def probe_estimates(events):
+    """{(src, dst): [estimate events]} from the probes' event files."""
+    out = {}
+    for evs in events.values():
+        for e in evs:
+            if e["ev"] == "estimate":
+                out.setdefault((e["src"], e["dst"]), []).append(e)
+    return out
+
+
+def configured_rates(spec, changes):
+    """{(src, dst): [(wall time, rate)]}: each direction's rate over time."""
+    rates = {}
+    for link in spec.get("wan", []):
+        rates[(link["a"], link["b"])] = [(0.0, link["ab"]["rate"])]
+        rates[(link["b"], link["a"])] = [(0.0, link["ba"]["rate"])]
+    for c in changes:
+        rates.setdefault((c["src"], c["dst"]), []).append((c["wall"], c["rate"]))
+    return rates
+
+
+def rate_at(history, wall):
+    rate = history[0][1]
+    for t, r in history:
+        if t <= wall:
+            rate = r
+    return rate
+
+
+PROBE_TOLERANCE = 0.15
+
+
+def probe_quality(events, spec, changes):
+    """Per direction: the probe's median error against the configured rate,
+    how long it took to follow each change, and its traffic as a share of
+    the link (over the time it probed)."""
+    rates = configured_rates(spec, changes)
+    trains = {}
+    for evs in events.values():
+        for e in evs:
+            if e["ev"] == "train":
+                trains.setdefault((e["agent"][:-2], e["dst"]), []).append(e)
+    out = {}
+    for key, ests in probe_estimates(events).items():
+        history = rates.get(key)
+        if not history:
+            continue
+        errors = [e["bw"] / rate_at(history, e["wall"]) - 1 for e in ests]
+        follow = []
+        for t_change, rate in history[1:]:
+            later = [e for e in ests if e["wall"] > t_change]
+            hit = next((e for e in later if abs(e["bw"] / rate - 1) <= PROBE_TOLERANCE), None)
+            follow.append(hit["wall"] - t_change if hit else None)
+        sent = trains.get(key, [])
+        span = (sent[-1]["t"] - sent[0]["t"]) if len(sent) > 1 else 0.0
+        mean_rate = statistics.fmean(rate_at(history, e["wall"]) for e in sent) if sent else 0.0
+        out[f"{key[0]}->{key[1]}"] = {
+            "estimates": len(ests),
+            "median_abs_error": statistics.median(abs(x) for x in errors),
+            "last_estimate": ests[-1]["bw"],
+            "follow_seconds": follow,
+            "overhead": (sum(e["bytes"] for e in sent[:-1]) * 8 / (mean_rate * span)) if span else None,
+        }
+    return out
+
+
 def summarize(folder):
     events, samples, changes = load(folder)
     status = folder.read_json("status.json", {})
@@ -80,6 +146,7 @@ def summarize(folder):
         "time_to_target": (reached["t"] - t0) if reached else None,
         "wan": wan,
         "link_changes": len(changes),
+        "probe": probe_quality(events, spec, changes),
         "environment": folder.read_json("env.json", {}),
     }
     folder.write_json("summary.json", summary)
@@ -128,6 +195,7 @@ def plot(folder):
     written.append(_save(fig, folder.file("iteration_time.png")))
 
     series = link_series(samples)
+    estimates = probe_estimates(events)
     if series:
         keys = sorted(series)
         fig, axes = plt.subplots(len(keys), 1, figsize=(9, 1.8 * len(keys) + 0.6), sharex=True,
@@ -137,6 +205,9 @@ def plot(folder):
             ts = [r[0] - t0 for r in rows]
             ax.step(ts, [r[1] / 1e6 for r in rows], where="post", label="configured", color="k")
             ax.plot(ts, [r[2] / 1e6 for r in rows], label="measured", color="tab:red")
+            if key in estimates:
+                ax.plot([e["t"] - t0 for e in estimates[key]], [e["bw"] / 1e6 for e in estimates[key]],
+                        ".", label="probe estimate", color="tab:blue")
             ax.set_ylabel("Mbit/s")
             ax.set_title(f"{key[0]} -> {key[1]}", fontsize=9)
         axes[0, 0].legend(fontsize=8)

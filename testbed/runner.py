@@ -7,6 +7,7 @@ samples the links and watches the processes.  A dead agent stops the run
 within a poll interval, with its name and the end of its log.
 """
 
+import json
 import os
 import platform
 import signal
@@ -16,11 +17,15 @@ import time
 from dataclasses import dataclass
 
 from agents.config import AgentConfig, Peer, Transport, Workload
+from testbed import control, dynamics
 from testbed.emulation import capability, network
+from testbed.emulation.plan import shortest_next_hops
 from testbed.linksampler import LinkSampler
 from testbed.runfolder import RunFolder
+from testbed.shield import signals_deferred
 
 AGENT_PORT = 7000
+PROBE_PORT = 7100          # UDP trains and echoes; PUB on the next port
 POLL = 0.2
 SERVER_GRACE = 10.0      # after the workers finish, servers get this long to exit
 
@@ -52,7 +57,6 @@ class EventTail:
         self.offset = 0
 
     def read(self):
-        import json
         try:
             with open(self.path) as f:
                 f.seek(self.offset)
@@ -81,6 +85,7 @@ def agent_configs(spec, net, folder):
                         lr=exp.lr, momentum=exp.momentum, compute_time=exp.compute_time,
                         eval_every=exp.eval_every, seed=exp.seed)
     transport = Transport(chunk_bytes=exp.chunk_bytes, dead_after=exp.dead_after)
+    probes = probe_peers(spec, net)
     speeds = {}
     for dc in spec.datacenters:
         for i, s in enumerate(dc.compute):
@@ -93,8 +98,45 @@ def agent_configs(spec, net, folder):
                 events=folder.agent_file(p.name, "jsonl"), sync=exp.sync, overlay=exp.overlay,
                 servers=servers, workers=workers, rank=rank, speed=speeds.get(p.name, 1.0),
                 max_iterations=exp.max_iterations, target_accuracy=exp.target_accuracy,
-                workload=workload, transport=transport))
+                workload=workload, transport=transport,
+                speed_file=folder.agent_file(p.name, "speed") if role == "worker" else ""))
+    if exp.probe:
+        settings = probe_settings(spec, configs)
+        agents = list(configs)
+        for rank, p in enumerate(probes):
+            # Passive measurements: the transfers the agents of this DC receive.
+            own = [c.events for c in agents if c.dc == p.dc]
+            configs.append(AgentConfig(
+                name=p.name, role="probe", dc=p.dc, host=p.host, port=p.port,
+                events=folder.agent_file(p.name, "jsonl"), rank=rank, probes=probes,
+                probe={**settings, "passive_events": own}))
     return configs
+
+
+def probe_peers(spec, net):
+    """One probe per DC, on its router (its LAN address)."""
+    return [Peer(f"{dc.name}-p", net.plan.router(dc.name).ip, PROBE_PORT, dc.name)
+            for dc in spec.datacenters] if spec.experiment.probe else []
+
+
+def probe_settings(spec, configs):
+    """Probe settings shared by all probes: every ordered DC pair with the
+    link directions its route crosses (for the probe budget)."""
+    hops = shortest_next_hops(spec)
+    pairs = []
+    for src in spec.datacenters:
+        for dst in spec.datacenters:
+            if src is dst:
+                continue
+            links, here = [], src.name
+            while here != dst.name:
+                nxt = hops[(here, dst.name)]
+                links.append([here, nxt])
+                here = nxt
+            pairs.append({"src": src.name, "dst": dst.name, "links": links})
+    probe = spec.experiment.probe
+    return {"period": probe.period, "budget": probe.budget, "train_time": probe.train_time,
+            "pub_port": PROBE_PORT + 1, "pairs": pairs, "agent_dcs": {c.name: c.dc for c in configs}}
 
 
 def environment(net):
@@ -116,8 +158,10 @@ def launch(net, configs, folder):
         path = folder.agent_file(cfg.name, "json")
         cfg.save(path)
         log_path = folder.agent_file(cfg.name, "log")
+        # A probe runs on its DC's router; every other agent on its own host.
+        host = f"{cfg.dc}-r" if cfg.role == "probe" else cfg.name
         with open(log_path, "wb") as log:
-            proc = net.node(cfg.name).popen(
+            proc = net.node(host).popen(
                 [sys.executable, "-m", "agents", cfg.role, "--config", path],
                 stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         net.state.note("pids", proc.pid)
@@ -206,10 +250,11 @@ def watch(agents, exp, folder, sampler, show):
                                            if tail_lines else "")
         workers = [a for a in agents if a.role == "worker"]
         if all(a.proc.poll() == 0 for a in workers):
+            servers = [a for a in agents if a.role == "server"]
             deadline = time.monotonic() + SERVER_GRACE
-            while time.monotonic() < deadline and any(a.proc.poll() is None for a in agents):
+            while time.monotonic() < deadline and any(a.proc.poll() is None for a in servers):
                 time.sleep(POLL)
-            for a in agents:
+            for a in servers:
                 code = a.proc.poll()
                 if code not in (None, 0):
                     return "failed", f"agent {a.name} {describe_exit(code)} after the workers finished"
@@ -224,9 +269,31 @@ def watch(agents, exp, folder, sampler, show):
         time.sleep(POLL)
 
 
-def run(spec, runs_root, delay_backend="auto", show=print, on_folder=lambda folder: None):
+class SpeedSetter:
+    """Changes workers' compute speed live: the worker reads its speed file
+    every iteration; every change is stamped in speeds.jsonl."""
+
+    def __init__(self, folder):
+        self.folder = folder
+        self.started = time.monotonic()
+
+    def set(self, workers, speed, source):
+        for w in workers:
+            path = self.folder.agent_file(w, "speed")
+            with open(path + ".tmp", "w") as f:
+                f.write(f"{speed!r}\n")
+            os.replace(path + ".tmp", path)
+        with open(self.folder.file("speeds.jsonl"), "a") as f:
+            f.write(json.dumps({"t": round(time.monotonic() - self.started, 6), "wall": time.time(),
+                                "workers": list(workers), "speed": speed, "source": source}) + "\n")
+
+
+def run(spec, runs_root, delay_backend="auto", show=print, say=print, on_folder=lambda folder: None,
+        console=None):
     """Run the experiment of a Spec.  Returns an Outcome; the run folder is
-    always left with its status, events, samples and summary."""
+    always left with its status, events, samples and summary.  show() gets
+    the progress line, say() messages; console(commands), if given, starts
+    an interactive console once the agents run."""
     if spec.experiment is None:
         raise RunError("the topology has no experiment: section, so there is nothing to run")
     capability.require_network_capabilities()  # before any folder is made
@@ -235,16 +302,25 @@ def run(spec, runs_root, delay_backend="auto", show=print, on_folder=lambda fold
     folder = RunFolder.create(runs_root, spec, source_text)
     on_folder(folder)
     status, reason = "failed", "the run did not start"
-    agents = []
-    sampler = None
-    net = None
+    agents, sampler, net, engine, server = [], None, None, None, None
     try:
         net = network.build(spec, delay_backend=delay_backend, link_log=folder.links)
         folder.write_json("env.json", environment(net))
-        show(f"network up (run {net.state.run_id}); delay by {net.backend.name}: "
-             f"{net.backend.description}")
+        say(f"network up (run {net.state.run_id}); delay by {net.backend.name}: "
+            f"{net.backend.description}")
         sampler = LinkSampler(net, folder.link_samples).start()
+        speeds = SpeedSetter(folder)
+        engine = dynamics.Engine(
+            link=lambda a: net.change_link(a.a, a.b, both=a.both, source="dynamics", **a.changes()),
+            speed=lambda a: speeds.set(a.workers, a.speed, "dynamics"), report=say)
+        commands = control.Commands(net, engine, speeds.set, folder.path,
+                                    base_dir=os.path.dirname(spec.source))
+        server = control.ControlServer(commands, folder.path).start()
         agents = launch(net, agent_configs(spec, net, folder), folder)
+        # Dynamics times count from here: the moment the agents start.
+        engine.run(spec.dynamics, horizon=spec.experiment.max_time)
+        if console:
+            console(commands)
         status, reason = watch(agents, spec.experiment, folder, sampler, show)
     except KeyboardInterrupt:
         status, reason = "failed", "interrupted by the user"
@@ -252,11 +328,14 @@ def run(spec, runs_root, delay_backend="auto", show=print, on_folder=lambda fold
         status, reason = "failed", f"{type(e).__name__}: {e}"
         raise
     finally:
-        stop_agents(agents)
-        if sampler:
-            sampler.stop()
-        if net is not None:
-            net.stop()
-        folder.set_status(status, reason)
+        with signals_deferred():
+            for part in (engine, server):
+                if part:
+                    part.stop()
+            stop_agents(agents)
+            if sampler:
+                sampler.stop()
+            if net is not None:
+                net.stop()
+            folder.set_status(status, reason)
     return Outcome(status, reason, folder)
-

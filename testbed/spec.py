@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 
 import yaml
 
+from testbed import dynamics as dynamics_section
 from testbed import experiment as experiment_section
 from testbed import presets
 from testbed.units import UnitError, parse_fraction, parse_rate, parse_size, parse_time
@@ -52,12 +53,17 @@ class Direction:
     loss: float = 0.0        # fraction of frames dropped
     queue: int = 0           # bytes the bottleneck queue holds
     queue_bdp: float = 1.0   # queue in round-trip BDPs (0: a fixed size)
+    up: bool = True          # a link cut down drops every frame
 
-    def changed(self, rate=None, delay=None, jitter=None, loss=None):
+    @property
+    def effective_loss(self):
+        return self.loss if self.up else 1.0
+
+    def changed(self, rate=None, delay=None, jitter=None, loss=None, up=None):
         """This direction after a live change; a BDP-sized queue follows
         the new rate and delay, a fixed one stays."""
         new = replace(self, **{k: v for k, v in (("rate", rate), ("delay", delay),
-                                                 ("jitter", jitter), ("loss", loss))
+                                                 ("jitter", jitter), ("loss", loss), ("up", up))
                                if v is not None})
         if new.rate <= 0 or new.delay < 0 or new.jitter < 0 or not 0 <= new.loss < 1:
             raise ValueError("rate must be above zero, delay and jitter at least zero, "
@@ -113,7 +119,7 @@ class Spec:
     wan: tuple
     lan: Lan = Lan()
     experiment: object = None    # testbed.experiment.Experiment, when the file has one
-    dynamics: tuple = ()
+    dynamics: tuple = ()         # testbed.dynamics.Schedule
     source: str = ""
 
     def dc(self, name):
@@ -157,10 +163,28 @@ def load(path):
     return loads(text, source=os.path.abspath(path), default_name=stem)
 
 
+class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+    """A safe loader that refuses a key given twice in one mapping (plain
+    YAML keeps the last silently, hiding a mistake)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, (str, int, float, bool)) and key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r}", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+                                 lambda loader, node: loader.construct_mapping(node))
+
+
 def loads(text, source="", default_name="topo"):
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        doc = yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
+        doc = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a safe loader
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
@@ -284,11 +308,14 @@ def _build(doc, source, default_name):
     if "experiment" in doc:
         _mapping(doc["experiment"], "experiment", "sync, overlay, workload, stop, ...")
         experiment = experiment_section.parse(doc["experiment"], dcs, SpecError, _check_keys)
-    dynamics = doc.get("dynamics", [])
-    _list(dynamics, "dynamics", "timed link changes")
+    dynamics = _list(doc.get("dynamics", []), "dynamics", "timed link and speed changes")
+    dynamics = dynamics_section.parse(
+        dynamics, {(link.a, link.b) for link in wan},
+        {d.name: [h for h in d.hosts if h.rsplit("-", 1)[1].startswith("w")] for d in dcs},
+        os.path.dirname(source) if source else os.getcwd(), SpecError, _check_keys)
     return Spec(name=name, datacenters=tuple(dcs), wan=tuple(wan), lan=lan,
                 experiment=experiment,
-                dynamics=tuple(dynamics), source=source)
+                dynamics=dynamics, source=source)
 
 
 def _datacenters(value):

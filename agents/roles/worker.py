@@ -1,11 +1,33 @@
 """Worker: compute gradients, push them along the overlay, pull parameters."""
 
+import os
 import time
 
 from agents import sharding
 from agents.overlay import OVERLAYS
 from agents.transport import Endpoint
 from agents.workload import Trainer, parameters_for
+
+
+class SpeedFile:
+    """A compute speed the runner may rewrite while we run (dynamics, console)."""
+
+    def __init__(self, path):
+        self.path = path
+        self.mtime = None
+
+    def changed(self):
+        if not self.path:
+            return None
+        try:
+            mtime = os.stat(self.path).st_mtime_ns
+            if mtime == self.mtime:
+                return None
+            self.mtime = mtime
+            with open(self.path) as f:
+                return float(f.read().strip())
+        except (OSError, ValueError):
+            return None
 
 
 def run(cfg, log):
@@ -23,8 +45,13 @@ def run(cfg, log):
     values = dict(params.initial)
     want_stop = False
     it = 0
+    speed = SpeedFile(cfg.speed_file)
     try:
         while it < cfg.max_iterations:
+            new_speed = speed.changed()
+            if new_speed is not None:
+                trainer.speed = new_speed
+                log("speed", it=it, speed=new_speed)
             grads, loss, compute = trainer.gradients()
             t_push = time.monotonic()
             for t in pushes:

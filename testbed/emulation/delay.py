@@ -112,7 +112,7 @@ class RelayDelay:
 
     def set(self, wan_plan, key, direction):
         self.request(wan_plan.index, {"op": "set", "dir": key, "delay": direction.delay,
-                                      "jitter": direction.jitter, "loss": direction.loss})
+                                      "jitter": direction.jitter, "loss": direction.effective_loss})
 
     def stats(self):
         return {i: self.request(i, {"op": "stats"}) for i in self.procs}

@@ -22,10 +22,12 @@ from testbed.emulation import capability, shaping
 from testbed.emulation.delay import DelayError, make_backend
 from testbed.emulation.plan import make_plan
 from testbed.emulation.state import RunState, netns_inode, remove_run
+from testbed.shield import signals_deferred
 from testbed.spec import Direction
 from testbed.units import parse_rate
 
 log = logging.getLogger(__name__)
+CLASS_RE = re.compile(r"class htb 1:1 .*? rate (\S+) .*?\n\s*Sent (\d+) bytes", re.S)
 OFFLOADS = ["tx", "off", "rx", "off", "tso", "off", "gso", "off", "gro", "off"]
 
 
@@ -86,16 +88,17 @@ class EmulatedNetwork:
     # ---------------------------------------------------------- changes
 
     def change_link(self, a, b, both=True, rate=None, delay=None, jitter=None, loss=None,
-                    source="api"):
+                    up=None, source="api"):
         """Change a WAN link in place: direction a->b, and b->a too if `both`.
-        Values in bit/s, seconds, fraction; None leaves a value as it is.
-        Returns the new {(src, dst): Direction}."""
+        Values in bit/s, seconds, fraction; up=False cuts the link (every
+        frame dropped, queues and routes kept), up=True restores it.  None
+        leaves a value as it is.  Returns the new {(src, dst): Direction}."""
         self.plan.link(a, b)  # raises KeyError for a pair without a link
         pairs = [(a, b), (b, a)] if both else [(a, b)]
         new = {}
         for pair in pairs:
             try:
-                new[pair] = self.current[pair].changed(rate, delay, jitter, loss)
+                new[pair] = self.current[pair].changed(rate, delay, jitter, loss, up)
             except ValueError as e:
                 raise NetworkError(str(e)) from None
         for pair, direction in new.items():
@@ -105,7 +108,8 @@ class EmulatedNetwork:
                 run_in(node, shaping.htb_change(dev, direction.rate))
             if direction != old:
                 run_in(node, self.backend.leaf(dev, direction, verb="change"))
-            if (direction.delay, direction.jitter, direction.loss) != (old.delay, old.jitter, old.loss):
+            if (direction.delay, direction.jitter, direction.effective_loss) != \
+                    (old.delay, old.jitter, old.effective_loss):
                 self.backend.set(w, key, direction)
             self.current[pair] = direction
             self._log_change(pair, direction, source)
@@ -116,18 +120,21 @@ class EmulatedNetwork:
             return
         event = {"t": round(time.monotonic() - self.started, 6), "wall": time.time(),
                  "src": pair[0], "dst": pair[1], "rate": d.rate, "delay": d.delay,
-                 "jitter": d.jitter, "loss": d.loss, "queue": d.queue, "source": source}
+                 "jitter": d.jitter, "loss": d.loss, "up": d.up, "queue": d.queue, "source": source}
         with open(self.link_log, "a") as f:
             f.write(json.dumps(event) + "\n")
 
-    def shaped_rate(self, src, dst):
-        """The rate (bit/s) the kernel is shaping src->dst at, read back from tc."""
+    def shaper_counters(self, src, dst):
+        """(rate in bit/s, bytes sent) of the src->dst shaper, as the kernel
+        reports them (`tc -s class show`)."""
         node, dev, _, _ = self.egress(src, dst)
-        out = run_in(node, ["tc", "class", "show", "dev", dev])
-        m = re.search(r"class htb 1:1 .*? rate (\S+)", out)
+        m = CLASS_RE.search(run_in(node, ["tc", "-s", "class", "show", "dev", dev]))
         if not m:
             raise NetworkError(f"no HTB class on {dev}")
-        return parse_rate(m.group(1))
+        return parse_rate(m.group(1)), int(m.group(2))
+
+    def shaped_rate(self, src, dst):
+        return self.shaper_counters(src, dst)[0]
 
     # ---------------------------------------------------------- teardown
 
@@ -136,6 +143,10 @@ class EmulatedNetwork:
         if self._stopped:
             return
         self._stopped = True
+        with signals_deferred():
+            self._teardown()
+
+    def _teardown(self):
         try:
             self.backend.stop()
         finally:

@@ -63,7 +63,7 @@ def netem_leaf(dev, direction, verb="add"):
             "delay", f"{round(direction.delay * 1e6)}us"]
     if direction.jitter:
         args.append(f"{round(direction.jitter * 1e6)}us")
-    if direction.loss:
-        args += ["loss", f"{direction.loss * 100:.6g}%"]
+    if direction.effective_loss:
+        args += ["loss", f"{direction.effective_loss * 100:.6g}%"]
     return args
 

@@ -1,6 +1,6 @@
 import pytest
 
-from testbed.netconsole import CommandError, parse_link_change
+from testbed.control import CommandError, parse_link_change, parse_speed, words_of
 
 DCS = ["virginia", "frankfurt", "tokyo"]
 
@@ -28,3 +28,29 @@ def test_oneway_changes_only_a_to_b():
 def test_bad_link_commands_say_why_in_one_sentence(words, msg):
     with pytest.raises(CommandError, match=msg):
         parse_link_change(words, DCS)
+
+
+def test_down_and_up_cut_and_restore_a_link():
+    assert parse_link_change(["virginia", "tokyo", "down"], DCS) == ("virginia", "tokyo", True, {"up": False})
+    assert parse_link_change(["virginia", "tokyo", "up", "oneway"], DCS)[2:] == (False, {"up": True})
+
+
+def test_inject_style_key_value_words_read_like_console_words():
+    assert words_of("link virginia tokyo bw=5mbit delay=80ms") == [
+        "link", "virginia", "tokyo", "bw", "5mbit", "delay", "80ms"]
+
+
+WORKERS = {"virginia": ["virginia-w0", "virginia-w1"], "tokyo": ["tokyo-w0"]}
+
+
+def test_speed_of_one_worker_or_a_whole_dc():
+    assert parse_speed(["tokyo-w0", "0.3"], WORKERS) == (("tokyo-w0",), 0.3)
+    assert parse_speed(["virginia", "2"], WORKERS) == (("virginia-w0", "virginia-w1"), 2.0)
+
+
+@pytest.mark.parametrize("words,msg", [(["mars-w0", "0.3"], "unknown worker"),
+                                       (["tokyo-w0", "fast"], "not a speed factor"),
+                                       (["tokyo-w0", "0"], "above 0"), (["tokyo-w0"], "usage")])
+def test_bad_speed_commands_say_why(words, msg):
+    with pytest.raises(CommandError, match=msg):
+        parse_speed(words, WORKERS)

@@ -89,6 +89,7 @@ def test_explicit_values_beat_the_preset():
 # Every mistake: one message that names the YAML path.
 @pytest.mark.parametrize("text,path,words", [
     ("datacenters: [", "", "not valid YAML: line"),
+    (BASE + "wan: []\n", "", "not valid YAML: line 9, column 1: duplicate key 'wan'"),
     ("- a\n- b\n", "", "must be a mapping"),
     (BASE + "experimnt: {}\n", "experimnt", "did you mean 'experiment'"),
     (BASE.replace("workers: 2, servers: 1", "wrokers: 2"), "datacenters[0].wrokers",

@@ -1,0 +1,2 @@
+"""Network awareness: per-DC probes that estimate bandwidth and RTT between
+data centers from active packet trains and passive transfer goodput."""

@@ -1,0 +1,223 @@
+"""Probe: one per data center, on its router.  Measures every other DC.
+
+* Active: at its slot in each period it sends a packet train (UDP, full
+  frames, back to back) to each other DC's probe; the receiver turns the
+  train's dispersion (kernel receive timestamps) into the bottleneck's wire
+  rate.  Small echo packets measure the RTT.
+* Passive: it reads the `xfer` events the transport of the agents in its
+  DC writes (the goodput of real model transfers from other DCs).
+* It publishes its estimates (every direction into its DC) on a PUB socket,
+  subscribes to the others' to size its own trains, and writes each
+  estimate as an event.
+"""
+
+import json
+import select
+import socket
+import statistics
+import struct
+import time
+
+import zmq
+
+from agents.probe import matrix, schedule
+from agents.probe.estimator import Estimator
+
+MAGIC = b"TBPR"
+HEAD = struct.Struct("!4sBIHHd")        # magic, kind, train id, seq, count, sent (monotonic)
+TRAIN, PING, PONG = 0, 1, 2
+PAYLOAD = 1472                          # a 1514-byte frame on the wire
+SO_TIMESTAMPNS = 35
+TRAIN_IDLE = 0.3                        # a train is over this long after its last packet
+# A train longer than the bottleneck's queue loses its tail there, but the
+# packets that get through still leave at the bottleneck's rate, so their
+# spacing counts as long as enough of them arrive.
+MIN_RECEIVED = 8
+WINDOW = 0.02       # seconds
+
+
+class Trains:
+    """Arrival times of incoming trains, turned into rates when complete."""
+
+    def __init__(self):
+        self.open = {}       # (src, train) -> [count, [arrival times]]
+
+    def add(self, src, train, seq, count, arrival):
+        entry = self.open.setdefault((src, train), [count, []])
+        entry[1].append(arrival)
+
+    def finished(self, now_real):
+        """[(src, capacity, available, coarse, received, sent)] of trains now over."""
+        done = []
+        for key, (count, times) in list(self.open.items()):
+            if len(times) >= count or now_real - times[-1] > TRAIN_IDLE:
+                del self.open[key]
+                if len(times) >= MIN_RECEIVED and times[-1] > times[0]:
+                    done.append((key[0], *dispersion_rates(sorted(times)), len(times), count))
+        return done
+
+
+def dispersion_rates(times, window=WINDOW):
+    """(capacity, available, coarse) in bit/s from a train's arrival times.
+
+    available: the whole train's rate, which cross traffic sharing the
+    bottleneck queue slows down.  capacity: the median rate of stretches of
+    at least `window` seconds (the delay line releases frames on a 1 ms
+    clock, so shorter stretches are too coarse); stretches that cross
+    traffic interleaved with are slower and fall below the median.  A train
+    shorter than two windows is `coarse`: good enough to size the next one."""
+    bits = schedule.FRAME * 8
+    available = (len(times) - 1) * bits / (times[-1] - times[0])
+    rates, i = [], 0
+    for j in range(1, len(times)):
+        if times[j] - times[i] >= window:
+            rates.append((j - i) * bits / (times[j] - times[i]))
+            i = j
+    if len(rates) < 2:
+        return available, available, True
+    rates.sort()
+    return max(available, statistics.median(rates)), available, False
+
+
+def kernel_time(anc):
+    for level, kind, data in anc:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+            sec, nsec = struct.unpack("qq", data[:16])
+            return sec + nsec * 1e-9
+    return time.time()
+
+
+class PassiveReader:
+    """New `xfer` events from the event files of the agents in this DC."""
+
+    def __init__(self, paths, dc_of):
+        self.offsets = {p: 0 for p in paths}
+        self.dc_of = dc_of
+
+    def read(self):
+        out = []
+        for path, off in self.offsets.items():
+            try:
+                with open(path) as f:
+                    f.seek(off)
+                    chunk = f.read()
+            except FileNotFoundError:
+                continue
+            end = chunk.rfind("\n") + 1
+            self.offsets[path] = off + len(chunk[:end].encode())
+            for line in chunk[:end].splitlines():
+                if '"xfer"' not in line:
+                    continue
+                e = json.loads(line)
+                src = self.dc_of.get(e["peer"])
+                if src:
+                    out.append((src, e["t"], e["goodput"]))
+        return out
+
+
+def run(cfg, log):
+    p = cfg.probe
+    me = cfg.dc
+    peers = {x.dc: x for x in cfg.probes if x.dc != me}
+    pairs = [schedule.Pair(q["src"], q["dst"], tuple(tuple(link) for link in q["links"]))
+             for q in p["pairs"]]
+    offsets = schedule.slots(pairs, p["period"])
+    mine = [q for q in pairs if q.src == me]
+    estimators = {src: Estimator(p["period"]) for src in peers}
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    sock.bind((cfg.host, cfg.port))
+    ctx = zmq.Context()
+    pub = ctx.socket(zmq.PUB)
+    pub.setsockopt(zmq.LINGER, 0)
+    pub.bind(f"tcp://{cfg.host}:{p['pub_port']}")
+    sub = matrix.MatrixSubscriber([(x.host, p["pub_port"]) for x in peers.values()], ctx)
+    passive = PassiveReader(p["passive_events"], p["agent_dcs"])
+    trains = Trains()
+    log("start", role="probe", dc=me, pairs=len(pairs), period=p["period"], budget=p["budget"])
+
+    sent_bytes = {dst: 0 for dst in peers}
+    train_id = 0
+    epoch = time.monotonic()
+    next_round = epoch
+    due = []                             # [(time, dst)] trains of this round
+    next_passive = epoch
+    pad = b"\0" * (PAYLOAD - HEAD.size)
+    rounds = 0
+
+    def publish(src, now):
+        est = estimators[src].estimate(now)
+        if est is None:
+            return
+        matrix.publish(pub, me, now, {src: est})
+        log("estimate", src=src, dst=me, **est)
+
+    try:
+        while True:
+            now = time.monotonic()
+            if now >= next_round:
+                due = sorted((next_round + offsets[(q.src, q.dst)], q) for q in mine
+                             if rounds % train_plan_every(q, pairs, sub, p) == 0)
+                for dst in peers:
+                    sock.sendto(HEAD.pack(MAGIC, PING, 0, 0, 0, now), (peers[dst].host, cfg.port))
+                rounds += 1
+                next_round += p["period"]
+            while due and due[0][0] <= now:
+                _, q = due.pop(0)
+                packets, _ = schedule.train_plan(q, pairs, sub.bw(q.src, q.dst), p["period"],
+                                                 p["budget"], p["train_time"])
+                train_id += 1
+                addr = (peers[q.dst].host, cfg.port)
+                t_send = time.monotonic()
+                for seq in range(packets):
+                    sock.sendto(HEAD.pack(MAGIC, TRAIN, train_id, seq, packets, t_send) + pad, addr)
+                sent_bytes[q.dst] += packets * schedule.FRAME
+                log("train", dst=q.dst, packets=packets, bytes=packets * schedule.FRAME)
+            if now >= next_passive:
+                for src, t, goodput in passive.read():
+                    if src in estimators:
+                        estimators[src].add_passive(t, goodput)
+                        publish(src, now)
+                next_passive = now + 0.5
+            sub.poll(0)
+            for src, capacity, available, coarse, got, count in trains.finished(time.time()):
+                estimators[src].add_active(time.monotonic(), capacity, available, coarse)
+                publish(src, time.monotonic())
+            wake = min([next_round, next_passive] + [d[0] for d in due[:1]])
+            ready, _, _ = select.select([sock], [], [], max(0.0, min(0.05, wake - time.monotonic())))
+            if ready:
+                receive(sock, trains, estimators, peers, cfg.port)
+    finally:
+        log("probe_bytes", sent=sent_bytes, seconds=time.monotonic() - epoch)
+        sub.close()
+        pub.close(0)
+        ctx.term()
+        sock.close()
+
+
+def train_plan_every(q, pairs, sub, p):
+    return schedule.train_plan(q, pairs, sub.bw(q.src, q.dst), p["period"], p["budget"],
+                               p["train_time"])[1]
+
+
+def receive(sock, trains, estimators, peers, port):
+    by_host = {x.host: dc for dc, x in peers.items()}
+    while True:
+        try:
+            data, anc, _, addr = sock.recvmsg(2048, 64, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return
+        if len(data) < HEAD.size or data[:4] != MAGIC:
+            continue
+        _, kind, train, seq, count, sent = HEAD.unpack_from(data)
+        src = by_host.get(addr[0])
+        if src is None:
+            continue
+        if kind == TRAIN:
+            trains.add(src, train, seq, count, kernel_time(anc))
+        elif kind == PING:
+            sock.sendto(HEAD.pack(MAGIC, PONG, 0, 0, 0, sent), (addr[0], port))
+        elif kind == PONG:
+            estimators[src].add_rtt(time.monotonic(), time.monotonic() - sent)

@@ -1,0 +1,320 @@
+"""Control of a running experiment: the commands, the Unix socket that
+`testbed inject` reaches from another terminal, and the `--console` prompt.
+
+One `Commands` object carries out every command, whatever its source, so
+the console, the socket and the tests share one grammar.  A command is
+parsed whole before anything changes: a bad one is one sentence and
+changes nothing.
+
+    link A B [bw RATE] [delay TIME] [jitter TIME] [loss SHARE] [oneway]
+    link A B down|up [oneway]
+    speed WORKER|DC FACTOR
+    show links | show probe
+    trace A B FILE [loop]
+    help
+"""
+
+import cmd
+import json
+import os
+import shlex
+import socket
+import threading
+import time
+
+from agents.events import read_events
+from testbed import dynamics
+from testbed.units import UnitError, format_rate, format_time, parse_fraction, parse_rate, parse_time
+
+LINK_USAGE = "link A B [bw RATE] [delay TIME] [jitter TIME] [loss SHARE] [oneway], or link A B down|up"
+HELP = __doc__.split("\n\n")[2].rstrip()
+SOCKET_NAME = "control.sock"
+
+
+class CommandError(ValueError):
+    """A command that cannot be carried out; the text says why."""
+
+
+def words_of(line):
+    """Split a command; `bw=5mbit` is the same as `bw 5mbit`."""
+    try:
+        words = shlex.split(line)
+    except ValueError as e:
+        raise CommandError(f"cannot read the command: {e}") from None
+    out = []
+    for w in words:
+        out += w.split("=", 1) if "=" in w else [w]
+    return out
+
+
+def parse_link_change(words, dc_names):
+    """['a', 'b', 'bw', '5mbit', 'delay', '80ms'] ->
+    ('a', 'b', both, {'rate': 5e6, 'delay': 0.08})."""
+    if len(words) < 3:
+        raise CommandError(f"usage: {LINK_USAGE}")
+    a, b, rest = words[0], words[1], words[2:]
+    for dc in (a, b):
+        if dc not in dc_names:
+            raise CommandError(f"unknown data center {dc!r} (known: {', '.join(dc_names)})")
+    both = True
+    if rest and rest[-1] == "oneway":
+        both, rest = False, rest[:-1]
+    if rest in (["down"], ["up"]):
+        return a, b, both, {"up": rest[0] == "up"}
+    parsers = {"bw": ("rate", parse_rate), "delay": ("delay", parse_time),
+               "jitter": ("jitter", parse_time), "loss": ("loss", parse_fraction)}
+    if not rest or len(rest) % 2:
+        raise CommandError(f"usage: {LINK_USAGE}")
+    changes = {}
+    for key, value in zip(rest[::2], rest[1::2]):
+        if key not in parsers:
+            raise CommandError(f"unknown link setting {key!r}; use bw, delay, jitter, loss, down or up")
+        name, parse = parsers[key]
+        try:
+            changes[name] = parse(value)
+        except UnitError as e:
+            raise CommandError(f"{key}: {e}") from None
+    if changes.get("rate", 1) <= 0:
+        raise CommandError("bw must be above zero")
+    if not 0 <= changes.get("loss", 0) < 1:
+        raise CommandError("loss must be at least 0% and below 100%")
+    return a, b, both, changes
+
+
+def parse_speed(words, workers_by_dc):
+    """['tokyo-w0', '0.3'] -> (('tokyo-w0',), 0.3); a DC name means all its workers."""
+    if len(words) != 2:
+        raise CommandError("usage: speed WORKER|DC FACTOR")
+    target, value = words
+    if target in workers_by_dc:
+        workers = tuple(workers_by_dc[target])
+    elif any(target in ws for ws in workers_by_dc.values()):
+        workers = (target,)
+    else:
+        names = [w for ws in workers_by_dc.values() for w in ws]
+        raise CommandError(f"unknown worker or data center {target!r} (workers: {', '.join(names)})")
+    try:
+        speed = float(value)
+    except ValueError:
+        raise CommandError(f"{value!r} is not a speed factor like 0.5") from None
+    if not 0 < speed <= 100:
+        raise CommandError("a speed factor is above 0 (1.0 = reference)")
+    return workers, speed
+
+
+def latest_estimates(run_dir):
+    """{(src, dst): the newest probe estimate} from the probes' event files."""
+    latest = {}
+    agents = os.path.join(run_dir, "agents")
+    for name in os.listdir(agents) if os.path.isdir(agents) else []:
+        if name.endswith("-p.jsonl"):
+            for e in read_events(os.path.join(agents, name)):
+                if e["ev"] == "estimate":
+                    latest[(e["src"], e["dst"])] = e
+    return latest
+
+
+class Commands:
+    """Carries out commands on a running experiment."""
+
+    def __init__(self, net, engine, set_speed, run_dir, base_dir="."):
+        self.net = net
+        self.engine = engine
+        self.set_speed = set_speed
+        self.run_dir = run_dir
+        self.base_dir = base_dir
+        self.lock = threading.Lock()
+        self.dcs = [dc.name for dc in net.spec.datacenters]
+        self.workers_by_dc = {dc.name: [f"{dc.name}-w{i}" for i in range(dc.workers)]
+                              for dc in net.spec.datacenters}
+
+    def names(self):
+        return self.dcs + [w for ws in self.workers_by_dc.values() for w in ws]
+
+    def execute(self, line, source):
+        """Run one command line; returns the text to show.  CommandError for
+        anything wrong, with nothing changed."""
+        words = words_of(line)
+        if not words:
+            return ""
+        verb, rest = words[0], words[1:]
+        with self.lock:
+            if verb == "link":
+                a, b, both, changes = parse_link_change(rest, self.dcs)
+                try:
+                    self.net.change_link(a, b, both=both, source=source, **changes)
+                except KeyError as e:
+                    raise CommandError(e.args[0]) from None
+                return self.show_links()
+            if verb == "speed":
+                workers, speed = parse_speed(rest, self.workers_by_dc)
+                self.set_speed(workers, speed, source)
+                return f"speed {speed:g} for {', '.join(workers)}"
+            if verb == "show":
+                if rest == ["links"]:
+                    return self.show_links()
+                if rest == ["probe"]:
+                    return self.show_probe()
+                raise CommandError("usage: show links | show probe")
+            if verb == "trace":
+                return self.trace(rest)
+            if verb == "help":
+                return HELP
+        raise CommandError(f"unknown command {verb!r}; try help")
+
+    def trace(self, rest):
+        loop = bool(rest) and rest[-1] == "loop"
+        rest = rest[:-1] if loop else rest
+        if len(rest) != 3:
+            raise CommandError("usage: trace A B FILE [loop]")
+        a, b, path = rest
+        if a not in self.dcs or b not in self.dcs:
+            raise CommandError(f"unknown data center in {a} {b} (known: {', '.join(self.dcs)})")
+        try:
+            self.net.plan.link(a, b)
+        except KeyError:
+            raise CommandError(f"there is no WAN link between {a} and {b}") from None
+        path = path if os.path.isabs(path) else os.path.join(self.base_dir, path)
+        try:
+            points = dynamics.read_trace(path)
+        except dynamics.TraceError as e:
+            raise CommandError(str(e)) from None
+        schedule = dynamics.Schedule("trace", ("link", a, b, True), tuple(points),
+                                     loop=dynamics.trace_period(points) if loop else 0.0)
+        now = self.engine.now()
+        self.engine.add(schedule.actions(until=24 * 3600), offset=now)
+        return f"trace {os.path.basename(path)} on {a}-{b} from now ({len(points)} rows" \
+               + (", looped)" if loop else ")")
+
+    def show_links(self):
+        lines = [f"{'direction':28}{'rate':>10}{'delay':>9}{'jitter':>9}{'loss':>7}  state"]
+        for (src, dst), d in self.net.current.items():
+            lines.append(f"{src + ' -> ' + dst:28}{format_rate(d.rate):>10}{format_time(d.delay):>9}"
+                         f"{format_time(d.jitter):>9}{d.loss * 100:>6g}%  {'up' if d.up else 'down'}")
+        return "\n".join(lines)
+
+    def show_probe(self):
+        estimates = latest_estimates(self.run_dir)
+        if not estimates:
+            return "no probe estimates yet (is experiment.probe set?)"
+        now = time.monotonic()
+        lines = [f"{'direction':28}{'configured':>12}{'estimate':>12}{'error':>8}{'rtt':>9}"
+                 f"{'confidence':>12}{'age':>7}"]
+        for (src, dst), d in self.net.current.items():
+            e = estimates.get((src, dst))
+            if e is None:
+                lines.append(f"{src + ' -> ' + dst:28}{format_rate(d.rate):>12}{'-':>12}")
+                continue
+            err = (e["bw"] - d.rate) / d.rate * 100
+            rtt = f"{e['rtt'] * 1e3:.1f}ms" if e.get("rtt") else "-"
+            lines.append(f"{src + ' -> ' + dst:28}{format_rate(d.rate):>12}"
+                         f"{e['bw'] / 1e6:>9.2f}Mb/s{err:>+7.1f}%{rtt:>9}{e['confidence']:>12.2f}"
+                         f"{now - e['t']:>6.1f}s")
+        return "\n".join(lines)
+
+
+class ControlServer:
+    """The run folder's Unix socket: one command line in, one reply out.
+    Readable and writable by its owner only."""
+
+    def __init__(self, commands, run_dir):
+        self.commands = commands
+        self.path = os.path.join(run_dir, SOCKET_NAME)
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old = os.umask(0o177)
+        try:
+            self.sock.bind(self.path)
+        finally:
+            os.umask(old)
+        os.chmod(self.path, 0o600)
+        self.sock.listen(4)
+        self.sock.settimeout(0.5)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True, name="control")
+
+    def start(self):
+        self._thread.start()
+        return self
+
+    def _serve(self):
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(5)
+                try:
+                    line = conn.makefile("r").readline().strip()
+                    try:
+                        reply = {"ok": True, "text": self.commands.execute(line, "inject")}
+                    except CommandError as e:
+                        reply = {"ok": False, "text": str(e)}
+                    conn.sendall((json.dumps(reply) + "\n").encode())
+                except OSError:
+                    pass
+
+    def stop(self):
+        self._stop.set()
+        self.sock.close()
+        self._thread.join(timeout=2)
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+
+
+def inject(run_dir, line, timeout=10):
+    """Send one command to a running experiment; returns (ok, text)."""
+    path = os.path.join(run_dir, SOCKET_NAME)
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    try:
+        s.connect(path)
+        s.sendall((line + "\n").encode())
+        reply = json.loads(s.makefile("r").readline() or "{}")
+    except (FileNotFoundError, ConnectionRefusedError):
+        raise CommandError(f"no running experiment in {run_dir} (its control socket is gone)") from None
+    finally:
+        s.close()
+    return reply.get("ok", False), reply.get("text", "no reply")
+
+
+class RunConsole(cmd.Cmd):
+    """`testbed run --console`: the commands at a prompt, with completion."""
+    prompt = "testbed> "
+    intro = "Commands: link, speed, show links, show probe, trace, help. The run goes on meanwhile."
+
+    def __init__(self, commands, stdout):
+        super().__init__(stdout=stdout)
+        self.commands = commands
+
+    def onecmd(self, line):
+        line = line.strip()
+        if line in ("EOF", "exit", "quit"):
+            return True
+        try:
+            text = self.commands.execute(line, "console")
+        except CommandError as e:
+            text = f"error: {e}"
+        if text:
+            self.stdout.write(text + "\n")
+            self.stdout.flush()
+        return False
+
+    def completenames(self, text, *ignored):
+        return [v for v in ("link", "speed", "show", "trace", "help") if v.startswith(text)]
+
+    def completedefault(self, text, line, begidx, endidx):
+        words = line.split()
+        if words[0] == "show":
+            options = ["links", "probe"]
+        elif words[0] == "link" and len(words) >= 3 + (text == ""):
+            options = ["bw", "delay", "jitter", "loss", "down", "up", "oneway"]
+        elif words[0] == "speed":
+            options = self.commands.names()
+        else:
+            options = self.commands.dcs
+        return [o for o in options if o.startswith(text)]

@@ -1,0 +1,405 @@
+"""A living WAN: timed link changes, bandwidth traces, seeded generators and
+compute-speed changes, from topo.yaml's `dynamics:` section or the console.
+
+Parsing and generation are pure (`parse`, `square`, `step`, `random_walk`,
+`read_trace`): they turn the section into schedules of timed actions, each
+unit-tested with exact values.  `Engine` replays them in a thread through
+the one live-change function of the network (and the speed setter), so
+every change is stamped where all changes are.
+
+    dynamics:
+      - {at: 30s, link: [a, b], bw: 5mbit, delay: 80ms}        # both directions
+      - {at: 40s, link: [a, b], direction: forward, loss: 1%}  # a -> b only
+      - {at: 50s, link: [a, b], down: true}                    # cut, then {up: true}
+      - {at: 20s, worker: b-w0, speed: 0.3}                    # or dc: b
+      - {trace: traces/step.csv, link: [a, b], loop: true}
+      - {generator: square, link: [a, b], low: 5mbit, high: 20mbit, period: 20s}
+      - {generator: random_walk, link: [a, b], low: 5mbit, high: 50mbit,
+         step: 5mbit, every: 2s, seed: 1}
+      - {generator: step, dc: b, from: 1.0, to: 0.5, at: 30s}
+"""
+
+import csv
+import os
+import random
+import threading
+import time
+from dataclasses import dataclass
+
+from testbed.units import UnitError, parse_fraction, parse_rate, parse_time
+
+GENERATORS = ("step", "square", "random_walk")
+LINK_SETTINGS = ("bw", "delay", "jitter", "loss")
+
+
+@dataclass(frozen=True)
+class LinkAction:
+    t: float
+    a: str
+    b: str
+    both: bool = True
+    rate: float = None
+    delay: float = None
+    jitter: float = None
+    loss: float = None
+    up: bool = None
+
+    def changes(self):
+        return {k: v for k, v in (("rate", self.rate), ("delay", self.delay), ("jitter", self.jitter),
+                                  ("loss", self.loss), ("up", self.up)) if v is not None}
+
+
+@dataclass(frozen=True)
+class SpeedAction:
+    t: float
+    workers: tuple
+    speed: float
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A source of actions: fixed ones, or a generator/trace expanded up to
+    a horizon.  `loop` repeats a trace with that period (0: no repeat)."""
+    kind: str                  # at | trace | generator
+    target: tuple              # ("link", a, b, both) or ("speed", workers)
+    points: tuple = ()         # [(t, value dict)] for at/trace; loop repeats them
+    loop: float = 0.0
+    generator: tuple = ()      # (name, params dict) for generators
+
+    def actions(self, until):
+        if self.kind == "generator":
+            name, params = self.generator
+            points = GENERATOR_FUNCS[name](until=until, **params)
+        elif self.loop:
+            points, k = [], 0
+            while True:
+                shifted = [(t + k * self.loop, v) for t, v in self.points]
+                points += [p for p in shifted if p[0] <= until]
+                if not shifted or shifted[0][0] + self.loop > until:
+                    break
+                k += 1
+        else:
+            points = [p for p in self.points if p[0] <= until]
+        return [make_action(self.target, t, v) for t, v in points]
+
+
+def make_action(target, t, values):
+    if target[0] == "link":
+        _, a, b, both = target
+        return LinkAction(t=t, a=a, b=b, both=both, **values)
+    return SpeedAction(t=t, workers=target[1], speed=values["speed"])
+
+
+# ------------------------------------------------------------ generators
+
+
+def step(start=0.0, at=0.0, before=None, after=None, key="rate", until=None):
+    """Hold `before` from `start`, then `after` from `at`."""
+    points = [(start, {key: before})] if before is not None else []
+    return points + ([(at, {key: after})] if at <= until else [])
+
+
+def square(low, high, period, start=0.0, key="rate", until=None):
+    """high for the first half of each period, low for the second."""
+    points, t, value = [], start, high
+    while t <= until:
+        points.append((round(t, 9), {key: value}))
+        t += period / 2
+        value = low if value == high else high
+    return points
+
+
+def random_walk(low, high, step_size, every, seed=0, start=0.0, initial=None, key="rate", until=None):
+    """From `initial` (the middle by default), one step up or down every
+    `every` seconds, kept within [low, high]; the same seed, the same walk."""
+    rng = random.Random(seed)
+    value = (low + high) / 2 if initial is None else initial
+    points, t = [], start
+    while t <= until:
+        points.append((round(t, 9), {key: value}))
+        value = min(high, max(low, value + rng.choice((-step_size, step_size))))
+        t += every
+    return points
+
+
+GENERATOR_FUNCS = {"step": step, "square": square, "random_walk": random_walk}
+
+
+# ------------------------------------------------------------ traces
+
+
+class TraceError(ValueError):
+    pass
+
+
+def read_trace(path):
+    """CSV rows `time_s,bw[,delay,loss]` -> [(t, {rate, delay, loss})].
+    Lines starting with # are comments (a trace says where its shape comes
+    from there); a header row starting with `time` is skipped."""
+    points = []
+    try:
+        with open(path, newline="") as f:
+            rows = [r for r in csv.reader(line for line in f if not line.lstrip().startswith("#"))
+                    if r and any(c.strip() for c in r)]
+    except OSError as e:
+        raise TraceError(f"cannot read trace {path}: {e.strerror}") from None
+    if rows and rows[0][0].strip().lower().startswith("time"):
+        rows = rows[1:]
+    last = -1.0
+    for n, row in enumerate(rows, start=1):
+        where = f"{os.path.basename(path)} row {n}"
+        if not 2 <= len(row) <= 4:
+            raise TraceError(f"{where}: expected time_s,bw[,delay,loss], got {len(row)} fields")
+        try:
+            t = float(row[0])
+            values = {"rate": parse_rate(row[1].strip())}
+            if len(row) > 2 and row[2].strip():
+                values["delay"] = parse_time(row[2].strip())
+            if len(row) > 3 and row[3].strip():
+                values["loss"] = parse_fraction(row[3].strip())
+        except (ValueError, UnitError) as e:
+            raise TraceError(f"{where}: {e}") from None
+        if t < 0 or t <= last:
+            raise TraceError(f"{where}: times must start at 0 or later and increase")
+        if values["rate"] <= 0 or not 0 <= values.get("loss", 0) < 1:
+            raise TraceError(f"{where}: bw must be above zero and loss below 100%")
+        last = t
+        points.append((t, values))
+    if not points:
+        raise TraceError(f"{path} has no rows")
+    return points
+
+
+def trace_period(points):
+    """A looped trace repeats after its last row plus the last row spacing."""
+    if len(points) < 2:
+        return points[-1][0] + 1.0
+    return points[-1][0] + (points[-1][0] - points[-2][0])
+
+
+# ------------------------------------------------------------ parsing
+
+
+def parse(raw, spec_links, workers_by_dc, base_dir, error, check_keys):
+    """The dynamics section -> (Schedule, ...).  spec_links: {(a, b)} of WAN
+    links (either order); workers_by_dc: {dc: [worker names]}."""
+    schedules = []
+    all_workers = [w for ws in workers_by_dc.values() for w in ws]
+    for i, item in enumerate(raw):
+        path = f"dynamics[{i}]"
+        if not isinstance(item, dict):
+            raise error(path, "must be a mapping, e.g. {at: 30s, link: [a, b], bw: 5mbit}")
+        if "generator" in item:
+            kind = "generator"
+        elif ("at" in item) == ("trace" in item):
+            raise error(path, "needs exactly one of at, trace or generator")
+        else:
+            kind = "at" if "at" in item else "trace"
+        target = _target(item, path, spec_links, workers_by_dc, all_workers, error)
+        p = lambda key: f"{path}.{key}"  # noqa: E731
+        value_keys = set(LINK_SETTINGS) | {"up", "down"} if target[0] == "link" else {"speed"}
+        target_keys = {"link", "direction"} if target[0] == "link" else {"worker", "dc"}
+        if kind == "at":
+            check_keys(item, {"at"} | target_keys | value_keys, path)
+            values = _values(item, target, path, error)
+            if not values:
+                raise error(path, "says when but not what: give "
+                            + ("bw, delay, jitter, loss, down or up" if target[0] == "link" else "speed"))
+            schedules.append(Schedule("at", target, ((_time(item["at"], p("at"), error), values),)))
+        elif kind == "trace":
+            check_keys(item, {"trace", "loop", "start"} | target_keys, path)
+            if target[0] != "link":
+                raise error(p("trace"), "a trace drives a link: give link: [a, b]")
+            trace_path = item["trace"] if os.path.isabs(str(item["trace"])) else \
+                os.path.join(base_dir, str(item["trace"]))
+            try:
+                points = read_trace(trace_path)
+            except TraceError as e:
+                raise error(p("trace"), str(e)) from None
+            start = _time(item.get("start", 0), p("start"), error)
+            points = tuple((t + start, v) for t, v in points)
+            loop = item.get("loop", False)
+            period = 0.0
+            if loop is True:
+                period = trace_period([(t - start, v) for t, v in points])
+            elif loop not in (False, None):
+                period = _time(loop, p("loop"), error)
+            schedules.append(Schedule("trace", target, points, loop=period))
+        else:
+            schedules.append(_generator(item, target, path, target_keys, error, check_keys))
+    return tuple(schedules)
+
+
+def _time(value, path, error):
+    try:
+        t = parse_time(value)
+    except UnitError as e:
+        raise error(path, str(e)) from None
+    if t < 0:
+        raise error(path, "must not be negative")
+    return t
+
+
+def _target(item, path, spec_links, workers_by_dc, all_workers, error):
+    if "link" in item:
+        link = item["link"]
+        if not isinstance(link, list) or len(link) != 2:
+            raise error(f"{path}.link", f"{link!r} must name two data centers, e.g. [a, b]")
+        a, b = link
+        if (a, b) not in spec_links and (b, a) not in spec_links:
+            raise error(f"{path}.link", f"there is no WAN link between {a} and {b}")
+        direction = item.get("direction", "both")
+        if direction not in ("both", "forward"):
+            raise error(f"{path}.direction", f"{direction!r}: use both or forward (a -> b)")
+        return ("link", a, b, direction == "both")
+    if "worker" in item:
+        if item["worker"] not in all_workers:
+            raise error(f"{path}.worker", f"unknown worker {item['worker']!r} "
+                                          f"(workers: {', '.join(all_workers)})")
+        return ("speed", (item["worker"],))
+    if "dc" in item:
+        if item["dc"] not in workers_by_dc:
+            raise error(f"{path}.dc", f"unknown data center {item['dc']!r}")
+        return ("speed", tuple(workers_by_dc[item["dc"]]))
+    raise error(path, "says what changes nowhere: give link: [a, b], worker: NAME or dc: NAME")
+
+
+def _values(item, target, path, error):
+    p = lambda key: f"{path}.{key}"  # noqa: E731
+    values = {}
+    if target[0] == "speed":
+        if "speed" in item:
+            values["speed"] = _speed(item["speed"], p("speed"), error)
+        return values
+    parsers = {"bw": ("rate", parse_rate), "delay": ("delay", parse_time),
+               "jitter": ("jitter", parse_time), "loss": ("loss", parse_fraction)}
+    for key, (name, parse_one) in parsers.items():
+        if key in item:
+            try:
+                values[name] = parse_one(item[key])
+            except UnitError as e:
+                raise error(p(key), str(e)) from None
+    if values.get("rate", 1) <= 0:
+        raise error(p("bw"), "must be above zero")
+    if not 0 <= values.get("loss", 0) < 1:
+        raise error(p("loss"), "must be at least 0% and below 100%")
+    if item.get("down") is True:
+        values["up"] = False
+    if item.get("up") is True:
+        values["up"] = True
+    return values
+
+
+def _speed(value, path, error):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 100:
+        raise error(path, f"{value!r} is not a relative speed (a number above 0, 1.0 = reference)")
+    return float(value)
+
+
+def _generator(item, target, path, target_keys, error, check_keys):
+    p = lambda key: f"{path}.{key}"  # noqa: E731
+    name = item["generator"]
+    if name not in GENERATORS:
+        raise error(p("generator"), f"unknown generator {name!r}; available: {', '.join(GENERATORS)}")
+    extra = {"step": {"at", "from", "to"}, "square": {"low", "high", "period"},
+             "random_walk": {"low", "high", "step", "every", "seed", "initial"}}[name]
+    check_keys(item, {"generator", "start"} | extra | target_keys, path)
+    key = "rate" if target[0] == "link" else "speed"
+
+    def value(k):
+        if k not in item:
+            raise error(p(k), f"missing: the {name} generator needs {', '.join(sorted(extra - {'seed', 'initial'}))}")
+        if key == "rate":
+            try:
+                v = parse_rate(item[k])
+            except UnitError as e:
+                raise error(p(k), str(e)) from None
+            if v <= 0:
+                raise error(p(k), "must be above zero")
+            return v
+        return _speed(item[k], p(k), error)
+
+    start = _time(item.get("start", 0), p("start"), error)
+    if name == "step":
+        params = {"start": start, "at": _time(item.get("at", 0), p("at"), error),
+                  "before": value("from"), "after": value("to"), "key": key}
+    elif name == "square":
+        low, high = value("low"), value("high")
+        period = _time(item.get("period", 0), p("period"), error)
+        if period <= 0:
+            raise error(p("period"), "must be above zero")
+        params = {"low": low, "high": high, "period": period, "start": start, "key": key}
+    else:
+        low, high = value("low"), value("high")
+        if low >= high:
+            raise error(p("high"), "must be above low")
+        every = _time(item.get("every", 0), p("every"), error)
+        if every <= 0:
+            raise error(p("every"), "must be above zero")
+        seed = item.get("seed", 0)
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise error(p("seed"), f"{seed!r} must be a whole number")
+        params = {"low": low, "high": high, "step_size": value("step"), "every": every,
+                  "seed": seed, "start": start, "key": key,
+                  "initial": value("initial") if "initial" in item else None}
+    return Schedule("generator", target, generator=(name, params))
+
+
+# ------------------------------------------------------------ runtime
+
+
+class Engine:
+    """Fires actions at their times (seconds from `start`, monotonic) on a
+    thread.  link(action) and speed(action) apply them; failures are
+    reported through `report` and do not stop the engine."""
+
+    def __init__(self, link, speed, report=lambda text: None):
+        self.apply_link = link
+        self.apply_speed = speed
+        self.report = report
+        self.start = None
+        self._pending = []
+        self._cond = threading.Condition()
+        self._stop = False
+        self._thread = threading.Thread(target=self._loop, daemon=True, name="dynamics")
+
+    def run(self, schedules, horizon):
+        self.start = time.monotonic()
+        for s in schedules:
+            self.add(s.actions(horizon))
+        self._thread.start()
+        return self
+
+    def add(self, actions, offset=0.0):
+        with self._cond:
+            for a in actions:
+                self._pending.append((a.t + offset, a))
+            self._pending.sort(key=lambda x: x[0])
+            self._cond.notify()
+
+    def now(self):
+        return time.monotonic() - self.start
+
+    def _loop(self):
+        while True:
+            with self._cond:
+                while not self._stop and (not self._pending or self._pending[0][0] > self.now()):
+                    wait = self._pending[0][0] - self.now() if self._pending else None
+                    self._cond.wait(timeout=wait)
+                if self._stop:
+                    return
+                _, action = self._pending.pop(0)
+            try:
+                if isinstance(action, LinkAction):
+                    self.apply_link(action)
+                else:
+                    self.apply_speed(action)
+            except Exception as e:  # noqa: BLE001 - a failed change is reported, the run goes on
+                self.report(f"dynamics: {action} failed: {e}")
+
+    def stop(self):
+        with self._cond:
+            self._stop = True
+            self._cond.notify()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)

@@ -1,0 +1,98 @@
+import pytest
+
+from agents.probe import schedule
+from agents.probe.estimator import Estimator
+from agents.roles.probe import dispersion_rates
+
+FRAME_BITS = 1514 * 8
+
+
+def test_a_steady_train_gives_the_bottleneck_rate():
+    gap = FRAME_BITS / 20e6                       # 20 Mbit/s: one frame every 0.6056 ms
+    times = [i * gap for i in range(166)]         # ~100 ms
+    capacity, available, coarse = dispersion_rates(times)
+    assert capacity == pytest.approx(20e6) and available == pytest.approx(20e6) and not coarse
+
+
+def test_cross_traffic_slows_the_train_but_not_the_capacity_estimate():
+    gap = FRAME_BITS / 20e6
+    times, t = [], 0.0
+    for i in range(166):
+        times.append(t)
+        # 20 foreign frames squeeze in once, 30 ms into the train
+        t += gap * (21 if i == 50 else 1)
+    capacity, available, _ = dispersion_rates(times)
+    assert capacity == pytest.approx(20e6, rel=0.01)
+    assert available == pytest.approx(165 * FRAME_BITS / (185 * gap))
+
+
+def test_a_short_train_is_coarse():
+    assert dispersion_rates([0.0, 0.001, 0.002, 0.003])[2] is True
+
+
+def test_estimator_smooths_then_jumps_after_two_deviating_samples():
+    e = Estimator(period=2.0)
+    e.add_active(0, 20e6)
+    e.add_active(2, 18e6)                       # within 30%: EWMA 0.5 -> 19e6
+    assert e.bw == pytest.approx(19e6)
+    e.add_active(4, 5e6)                        # one deviating sample is not believed
+    assert e.bw == pytest.approx(19e6)
+    e.add_active(6, 5.2e6)                      # two are: jump
+    assert e.bw == pytest.approx(5.2e6)
+
+
+def test_a_coarse_sample_stands_in_until_a_proper_one():
+    e = Estimator(period=2.0)
+    e.add_active(0, 80e6, coarse=True)
+    assert e.bw == 80e6
+    e.add_active(2, 50e6)
+    assert e.bw == 50e6
+
+
+def test_coarse_samples_count_as_evidence_of_a_change_but_not_into_the_average():
+    e = Estimator(period=2.0)
+    e.add_active(0, 20e6)
+    e.add_active(2, 19e6, coarse=True)          # close: ignored by the average
+    assert e.bw == 20e6
+    e.add_active(4, 5e6, coarse=True)
+    e.add_active(6, 5.1e6, coarse=True)         # two deviating, even coarse: jump
+    assert e.bw == pytest.approx(5.1e6)
+
+
+def test_fresh_passive_goodput_is_a_floor_on_the_estimate():
+    e = Estimator(period=2.0)
+    e.add_active(0, 10e6)
+    e.add_passive(1, 14.48e6)                   # payload rate -> wire: x 1514/1448
+    est = e.estimate(1.5)
+    assert est["bw"] == pytest.approx(15.14e6)
+    assert e.estimate(20)["bw"] == 10e6          # stale after 3 periods
+
+
+def test_rtt_is_the_median_of_the_last_five_and_confidence_decays_with_age():
+    e = Estimator(period=2.0)
+    for i, r in enumerate([0.08, 0.09, 0.5, 0.081, 0.082, 0.083]):
+        e.add_rtt(i, r)
+    e.add_active(0, 1e6)
+    assert e.estimate(0)["rtt"] == 0.083         # of 0.09, 0.5, 0.081, 0.082, 0.083
+    assert e.estimate(1)["confidence"] == pytest.approx(0.5)
+    assert e.estimate(8)["confidence"] < 0.2
+
+
+PAIRS = [schedule.Pair("a", "b", (("a", "b"),)), schedule.Pair("b", "a", (("b", "a"),)),
+         schedule.Pair("a", "c", (("a", "b"), ("b", "c")))]
+
+
+def test_each_pair_gets_its_own_slot_of_the_period():
+    assert schedule.slots(PAIRS, 3.0) == {("a", "b"): 0.0, ("b", "a"): 1.0, ("a", "c"): 2.0}
+
+
+def test_trains_last_train_time_unless_the_budget_shared_on_a_link_says_less():
+    # b->a alone on its link: 0.1 s at 20 Mbit/s = 165 frames
+    assert schedule.train_plan(PAIRS[1], PAIRS, 20e6, 2.5, 0.05, 0.1) == (165, 1)
+    # a->b shares link a->b with a->c: budget 5% x 2.5 s / 2 = 62.5 ms -> 103 frames
+    assert schedule.train_plan(PAIRS[0], PAIRS, 20e6, 2.5, 0.05, 0.1) == (103, 1)
+
+
+def test_a_link_too_slow_for_a_minimal_train_is_probed_less_often():
+    # 1 Mbit/s, 0.1 s budget per period -> 8 frames < 16: every 2 periods
+    assert schedule.train_plan(PAIRS[1], PAIRS, 1e6, 2.0, 0.05, 0.1) == (16, 2)
