@@ -184,11 +184,16 @@ def selftest(file, delay_backend, seconds):
 RUNS_ROOT = "results/runs"
 
 
+FORMATS = {"s": lambda v: f"{v:.2f}s", "ms": lambda v: f"{v * 1e3:.0f}ms",
+           "frac": lambda v: f"{v:.3f}", "int": str}
+
+
 def _fmt(value, kind):
     if value is None:
         return "-"
-    return {"s": f"{value:.2f}s", "ms": f"{value * 1e3:.0f}ms", "frac": f"{value:.3f}",
-            "int": str(value)}.get(kind, str(value))
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and kind in FORMATS:
+        return FORMATS[kind](value)
+    return str(value)
 
 
 def summary_table(summary, title):
@@ -205,6 +210,9 @@ def summary_table(summary, title):
             ("iteration time", f"{_fmt(summary['iteration_time'], 'ms')} = compute "
                                f"{_fmt(b['compute'], 'ms')} + communication {_fmt(b['comm'], 'ms')} "
                                f"+ waiting {_fmt(b['wait'], 'ms')}"),
+            ("sync time", f"{_fmt(summary['sync_time'], 'ms')} per iteration, "
+                          f"{_fmt(summary['sync_over_bound'], 'frac')} x the WAN's lower bound "
+                          f"{_fmt(summary['sync_bound'], 'ms')}"),
             ("final accuracy", _fmt(summary["final_accuracy"], "frac")),
             ("final test loss", _fmt(summary["final_loss"], "frac")),
             ("time to target", f"{_fmt(summary['time_to_target'], 's')} (target "
@@ -265,9 +273,10 @@ def run(file, delay_backend, runs_root, with_console):
         if live is not None:
             live.stop()
         restore()
-    summary, plots = reportmod.report(outcome.folder.path)
+    summary = outcome.folder.read_json("summary.json", {})
     out.print(summary_table(summary, f"run {os.path.basename(outcome.folder.path)}"))
-    out.print("plots: " + ", ".join(plots))
+    out.print("plots: " + ", ".join(outcome.folder.file(p) for p in reportmod.PLOTS
+                                    if os.path.exists(outcome.folder.file(p))))
     if outcome.status != "completed":
         fail(f"the run failed: {outcome.reason}", EXIT_CANNOT)
 
@@ -353,6 +362,92 @@ def compare(run_dirs, out_dir):
         table.add_row(*[_fmt(r[c], kinds.get(c, "")) for c in reportmod.COMPARE_COLUMNS])
     out.print(table)
     out.print(f"written: {os.path.join(out_dir, 'compare.csv')}, {os.path.join(out_dir, 'compare.png')}")
+
+
+def _progress_bar():
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), console=out)
+
+
+def _sweep_table(rows, title):
+    table = Table(title=title, title_justify="left")
+    cols = [k for k in rows[0] if k not in ("run", "label")
+            and any(r.get(k) is not None for r in rows)] if rows else []
+    for c in cols:
+        table.add_column(c)
+    kinds = {"wall_time": "s", "iteration_time": "ms", "sync_time": "ms", "sync_bound": "ms",
+             "sync_over_bound": "frac", "final_accuracy": "frac", "time_to_target": "s"}
+    for r in rows:
+        table.add_row(*[_fmt(r.get(c), kinds.get(c, "")) for c in cols])
+    return table
+
+
+@main.command()
+@click.argument("recipe_file", type=click.Path(dir_okay=False))
+@click.option("--quick", is_flag=True, help="the recipe's scaled-down version")
+@backend_option
+@click.option("--runs", "runs_root", default=RUNS_ROOT, show_default=True)
+def sweep(recipe_file, quick, delay_backend, runs_root):
+    """Run a recipe's cross product of settings, one experiment at a time;
+    re-running skips settings already completed."""
+    from testbed import reproduce as rep
+    from testbed.sweep import RecipeError, load_recipe, run_sweep
+
+    try:
+        recipe = load_recipe(recipe_file, quick=quick)
+    except RecipeError as e:
+        fail(str(e))
+    tear_down_on_signals()
+    sweep_dir = os.path.join(runs_root, "sweeps", recipe.id + ("-quick" if quick else ""))
+    with _progress_bar() as bar:
+        task = bar.add_task(recipe.id, total=len(recipe.settings()))
+
+        def run_one(planned):
+            from testbed import runner
+            return runner.run(planned.spec, planned.folder, delay_backend, show=lambda line: None,
+                              say=lambda line: None).folder.path
+        try:
+            record = run_sweep(recipe, sweep_dir, run_one,
+                               lambda done, total, text: bar.update(task, completed=done,
+                                                                    description=f"{recipe.id}: {text}"))
+        except RecipeError as e:
+            fail(str(e))
+        except CapabilityError as e:
+            fail(str(e), EXIT_CANNOT)
+    out.print(_sweep_table(rep.rows_of(record), f"sweep {recipe.id} ({sweep_dir})"))
+
+
+@main.command()
+@click.argument("recipe_id", required=False)
+@click.option("--quick", is_flag=True, help="a scaled-down sweep that finishes in minutes")
+@click.option("--list", "list_recipes", is_flag=True, help="list the recipes")
+@click.option("--out", "out_dir", default=None, help="where the figure and table go")
+@backend_option
+@click.option("--runs", "runs_root", default=RUNS_ROOT, show_default=True)
+def reproduce(recipe_id, quick, list_recipes, out_dir, delay_backend, runs_root):
+    """Run a figure recipe from results/ and redraw its figure."""
+    from testbed import reproduce as rep
+    from testbed.sweep import RecipeError
+
+    if list_recipes or not recipe_id:
+        for rid, title in rep.recipes():
+            out.print(f"{rid:20} {title}")
+        return
+    tear_down_on_signals()
+    with _progress_bar() as bar:
+        task = bar.add_task(recipe_id, total=None)
+        try:
+            rows, files = rep.reproduce(
+                recipe_id, quick, runs_root, out_dir, delay_backend, say=out.print,
+                progress=lambda done, total, text: bar.update(task, completed=done, total=total,
+                                                              description=f"{recipe_id}: {text}"))
+        except RecipeError as e:
+            fail(str(e))
+        except CapabilityError as e:
+            fail(str(e), EXIT_CANNOT)
+    out.print(_sweep_table(rows, f"{recipe_id}{' (quick)' if quick else ''}"))
+    out.print("written: " + ", ".join(files))
 
 
 @main.command()

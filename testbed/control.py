@@ -15,6 +15,7 @@ changes nothing.
 """
 
 import cmd
+import contextlib
 import json
 import os
 import shlex
@@ -213,6 +214,24 @@ class Commands:
         return "\n".join(lines)
 
 
+UNIX_PATH_MAX = 107
+
+
+@contextlib.contextmanager
+def reachable(path):
+    """A name for a Unix socket path that fits the kernel's 108-byte limit:
+    the path itself, or the same file reached through /proc/self/fd/ of its
+    folder when the run folder lies deep."""
+    if len(path.encode()) <= UNIX_PATH_MAX:
+        yield path
+        return
+    fd = os.open(os.path.dirname(path), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        yield f"/proc/self/fd/{fd}/{os.path.basename(path)}"
+    finally:
+        os.close(fd)
+
+
 class ControlServer:
     """The run folder's Unix socket: one command line in, one reply out.
     Readable and writable by its owner only."""
@@ -223,7 +242,8 @@ class ControlServer:
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         old = os.umask(0o177)
         try:
-            self.sock.bind(self.path)
+            with reachable(self.path) as name:
+                self.sock.bind(name)
         finally:
             os.umask(old)
         os.chmod(self.path, 0o600)
@@ -272,7 +292,8 @@ def inject(run_dir, line, timeout=10):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(timeout)
     try:
-        s.connect(path)
+        with reachable(path) as name:
+            s.connect(name)
         s.sendall((line + "\n").encode())
         reply = json.loads(s.makefile("r").readline() or "{}")
     except (FileNotFoundError, ConnectionRefusedError):

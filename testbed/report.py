@@ -7,6 +7,7 @@ import os
 import statistics
 
 from agents.events import read_events
+from testbed.bound import sync_lower_bound
 from testbed.runfolder import RunFolder
 
 
@@ -100,6 +101,17 @@ def probe_quality(events, spec, changes):
     return out
 
 
+def sync_time(iters):
+    """The median time of one synchronization: per iteration the slowest
+    worker's push-to-pull time (under BSP they all wait for it), the first
+    iteration left out when there are others (it also opens connections)."""
+    per_it = {}
+    for e in iters:
+        per_it[e["it"]] = max(per_it.get(e["it"], 0.0), e["sync"])
+    steady = [v for it, v in sorted(per_it.items()) if it > 0] or list(per_it.values())
+    return statistics.median(steady) if steady else None
+
+
 def summarize(folder):
     events, samples, changes = load(folder)
     status = folder.read_json("status.json", {})
@@ -128,6 +140,10 @@ def summarize(folder):
             "configured_rate_final": own[-1]["rate"] if own else None,
             "mean_throughput": statistics.fmean(r[2] for r in rows) if rows else 0.0,
             "peak_throughput": max((r[2] for r in rows), default=0.0)}
+    sync = sync_time(iters)
+    model_bytes = next((e["params"] * 4 for evs in events.values() for e in evs
+                        if e["ev"] == "start" and "params" in e), None)
+    bound, cut = sync_lower_bound(spec, model_bytes) if model_bytes and spec.get("wan") else (None, ())
     target = exp.get("target_accuracy") or 0
     reached = next((e for e in evals if target and e["accuracy"] >= target), None)
     summary = {
@@ -140,6 +156,11 @@ def summarize(folder):
         "wall_time": (last - t0) if t0 is not None else 0.0,
         "iteration_time": iteration_time,
         "iteration_breakdown": breakdown,
+        "model_bytes": model_bytes,
+        "sync_time": sync,
+        "sync_bound": bound or None,
+        "sync_bound_cut": list(cut),
+        "sync_over_bound": (sync / bound) if sync and bound else None,
         "final_accuracy": evals[-1]["accuracy"] if evals else None,
         "final_loss": evals[-1]["loss"] if evals else None,
         "target_accuracy": target or None,
@@ -153,8 +174,11 @@ def summarize(folder):
     return summary
 
 
+PLOTS = ("accuracy.png", "iteration_time.png", "links.png")
+
+
 def plot(folder):
-    """Write accuracy.png, iteration_time.png and links.png; returns their paths."""
+    """Write the PLOTS; returns their paths."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -176,8 +200,9 @@ def plot(folder):
     if evals:
         ax2.plot([e["t"] - t0 for e in evals], [e["loss"] for e in evals], marker=".", label="test")
     ax2.set(xlabel="wall time (s)", ylabel="loss", title="loss")
-    ax2.legend()
-    written.append(_save(fig, folder.file("accuracy.png")))
+    if ax2.lines:
+        ax2.legend()
+    written.append(_save(fig, folder.file(PLOTS[0])))
 
     by_worker = {}
     for e in iters:
@@ -192,7 +217,7 @@ def plot(folder):
     ax.set(ylabel="seconds per iteration (mean)", title="iteration time breakdown")
     ax.tick_params(axis="x", rotation=45)
     ax.legend()
-    written.append(_save(fig, folder.file("iteration_time.png")))
+    written.append(_save(fig, folder.file(PLOTS[1])))
 
     series = link_series(samples)
     estimates = probe_estimates(events)
@@ -212,7 +237,7 @@ def plot(folder):
             ax.set_title(f"{key[0]} -> {key[1]}", fontsize=9)
         axes[0, 0].legend(fontsize=8)
         axes[-1, 0].set_xlabel("time since the agents started (s)")
-        written.append(_save(fig, folder.file("links.png")))
+        written.append(_save(fig, folder.file(PLOTS[2])))
     return written
 
 

@@ -8,6 +8,7 @@ within a poll interval, with its name and the end of its log.
 """
 
 import json
+import logging
 import os
 import platform
 import signal
@@ -17,13 +18,14 @@ import time
 from dataclasses import dataclass
 
 from agents.config import AgentConfig, Peer, Transport, Workload
-from testbed import control, dynamics
+from testbed import control, dynamics, report
 from testbed.emulation import capability, network
 from testbed.emulation.plan import shortest_next_hops
 from testbed.linksampler import LinkSampler
 from testbed.runfolder import RunFolder
 from testbed.shield import signals_deferred
 
+log = logging.getLogger(__name__)
 AGENT_PORT = 7000
 PROBE_PORT = 7100          # UDP trains and echoes; PUB on the next port
 POLL = 0.2
@@ -291,7 +293,7 @@ class SpeedSetter:
 def run(spec, runs_root, delay_backend="auto", show=print, say=print, on_folder=lambda folder: None,
         console=None):
     """Run the experiment of a Spec.  Returns an Outcome; the run folder is
-    always left with its status, events, samples and summary.  show() gets
+    always left with its status, events, samples, summary and plots.  show() gets
     the progress line, say() messages; console(commands), if given, starts
     an interactive console once the agents run."""
     if spec.experiment is None:
@@ -338,4 +340,8 @@ def run(spec, runs_root, delay_backend="auto", show=print, say=print, on_folder=
             if net is not None:
                 net.stop()
             folder.set_status(status, reason)
+            try:
+                report.report(folder.path)
+            except Exception:  # noqa: BLE001 - never hide why the run ended
+                log.exception("the report of %s failed", folder.path)
     return Outcome(status, reason, folder)

@@ -54,3 +54,25 @@ def test_speed_of_one_worker_or_a_whole_dc():
 def test_bad_speed_commands_say_why(words, msg):
     with pytest.raises(CommandError, match=msg):
         parse_speed(words, WORKERS)
+
+
+def test_a_control_socket_deep_in_the_file_system_is_still_reachable(tmp_path):
+    import socket
+
+    from testbed.control import reachable
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    path = str(deep / "control.sock")
+    assert len(path) > 108
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    with reachable(path) as name:
+        server.bind(name)
+    server.listen(1)
+    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    with reachable(path) as name:
+        client.connect(name)
+    conn, _ = server.accept()
+    client.sendall(b"x")
+    assert conn.recv(1) == b"x"
+    for s in (conn, client, server):
+        s.close()

@@ -1,0 +1,80 @@
+"""`testbed reproduce ID`: run a figure recipe's sweep and redraw its figure.
+
+A recipe lives in results/<ID>/: recipe.yaml (the sweep), base.yaml (the
+topology it varies), plot.py (draw(rows, out_dir, recipe) writes figure.png
+and table.csv) and README.md (what the figure shows, the setting, how it
+differs from the paper's, the measured numbers).  A full reproduction
+redraws results/<ID>/; `--quick` runs the scaled-down sweep and draws into
+its own folder, so the checked-in figure stays the full one.
+"""
+
+import importlib.util
+import os
+
+from testbed import report, runner
+from testbed.runfolder import RunFolder
+from testbed.sweep import RecipeError, load_recipe, run_sweep
+
+RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
+ROW_METRICS = ("status", "iterations", "wall_time", "iteration_time", "sync_time", "sync_bound",
+               "sync_over_bound", "final_accuracy", "time_to_target", "target_accuracy", "model_bytes")
+
+
+def recipes(root=RESULTS):
+    """[(id, title)] of every folder in results/ with a recipe.yaml."""
+    out = []
+    for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+        path = os.path.join(root, name, "recipe.yaml")
+        if os.path.isfile(path):
+            out.append((name, load_recipe(path).title))
+    return out
+
+
+def recipe_path(recipe_id, root=RESULTS):
+    path = os.path.join(root, recipe_id, "recipe.yaml")
+    if not os.path.isfile(path):
+        known = ", ".join(i for i, _ in recipes(root)) or "none"
+        raise RecipeError(f"no recipe {recipe_id!r} (recipes: {known})")
+    return path
+
+
+def rows_of(record):
+    """One row per setting: its axis values, its run and the summary metrics."""
+    rows = []
+    for entry in record:
+        row = {**entry["values"], "label": entry["label"], "run": entry["run"]}
+        if entry["run"]:
+            summary = report.summarize(RunFolder(entry["run"]))
+            row.update({k: summary.get(k) for k in ROW_METRICS})
+        else:
+            row["status"] = "failed"
+        rows.append(row)
+    return rows
+
+
+def draw(recipe, rows, out_dir):
+    spec = importlib.util.spec_from_file_location(f"recipe_{recipe.id.replace('-', '_')}",
+                                                  os.path.join(recipe.folder, "plot.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    os.makedirs(out_dir, exist_ok=True)
+    return module.draw(rows, out_dir, recipe)
+
+
+def reproduce(recipe_id, quick, runs_root, out_dir=None, delay_backend="auto", say=print,
+              progress=lambda done, total, text: None):
+    """Run (or resume) the recipe's sweep, then draw.  Returns (rows, files)."""
+    recipe = load_recipe(recipe_path(recipe_id), quick=quick)
+    sweep_dir = os.path.join(runs_root, "sweeps", recipe.id + ("-quick" if quick else ""))
+
+    def run_one(planned):
+        outcome = runner.run(planned.spec, planned.folder, delay_backend,
+                             show=lambda line: None, say=lambda line: None)
+        if outcome.status != "completed":
+            say(f"{planned.setting.label}: failed: {outcome.reason.splitlines()[0]}")
+        return outcome.folder.path
+
+    record = run_sweep(recipe, sweep_dir, run_one, progress)
+    rows = rows_of(record)
+    out_dir = out_dir or (sweep_dir if quick else recipe.folder)
+    return rows, draw(recipe, rows, out_dir)

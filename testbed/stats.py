@@ -1,0 +1,40 @@
+"""Statistics for repeated runs: medians with min/max, means with a 95%
+confidence interval (Student's t), and grouping of sweep rows."""
+
+import math
+import statistics
+
+# Two-sided 95% quantiles of Student's t by degrees of freedom.
+T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
+       9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042}
+
+
+def t95(df):
+    for k in sorted(T95):
+        if df <= k:
+            return T95[k]
+    return 1.96
+
+
+def describe(values):
+    """{n, median, min, max, mean, ci95} of the numbers that are not None;
+    ci95 is the half-width of the mean's interval (None for fewer than 2)."""
+    xs = [v for v in values if v is not None]
+    if not xs:
+        return {"n": 0, "median": None, "min": None, "max": None, "mean": None, "ci95": None}
+    ci = t95(len(xs) - 1) * statistics.stdev(xs) / math.sqrt(len(xs)) if len(xs) > 1 else None
+    return {"n": len(xs), "median": statistics.median(xs), "min": min(xs), "max": max(xs),
+            "mean": statistics.fmean(xs), "ci95": ci}
+
+
+def group(rows, by, metric):
+    """[(values of `by`, describe(metric))] in first-seen order."""
+    groups = {}
+    for r in rows:
+        groups.setdefault(tuple(r.get(k) for k in by), []).append(r.get(metric))
+    return [(k, describe(v)) for k, v in groups.items()]
+
+
+def ratio(a, b):
+    """a / b for two numbers of the same metric, None if either is missing."""
+    return a / b if a is not None and b else None

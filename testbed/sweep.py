@@ -1,0 +1,259 @@
+"""Sweeps: a base topo.yaml and axes to vary, run one Mininet experiment at
+a time, resumable.
+
+    id: ps-scaling
+    title: one line saying what the figure shows
+    base: base.yaml                 # relative to the recipe
+    axes:                           # the cross product is run, in this order
+      worker_dcs: [2, 3, 4]         # keep the first N DCs that have workers
+      experiment.seed: [0, 1, 2]    # any dotted path into topo.yaml
+    set: {experiment.stop.iterations: 5}     # applied to every run
+    quick:                          # `--quick`: a scaled-down version
+      axes: {worker_dcs: [2, 3], experiment.seed: [0]}
+      set: {experiment.model: flat-250000}
+
+Besides dotted paths, three axes transform the topology: `worker_dcs`,
+`workers` (per DC that has workers) and `bw_scale` (every WAN rate).
+
+A run is keyed by the hash of its resolved spec: re-running a sweep skips
+every setting whose key already has a completed run, so a sweep resumes
+where it stopped and re-runs what changed.  A failed run is recorded and
+the sweep goes on.
+"""
+
+import copy
+import dataclasses
+import hashlib
+import itertools
+import json
+import os
+from dataclasses import dataclass
+
+import yaml
+
+from testbed import spec as specmod
+from testbed.runfolder import RunFolder, is_run_folder
+from testbed.units import format_rate, parse_rate
+
+RECIPE_KEYS = {"id", "title", "base", "axes", "set", "quick", "description"}
+TRANSFORMS = ("worker_dcs", "workers", "bw_scale")
+TOP_KEYS = {"name", "datacenters", "wan", "lan", "preset_bw_scale", "experiment", "dynamics"}
+
+
+class RecipeError(ValueError):
+    """A recipe that cannot be expanded; the text says where and why."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    values: tuple            # ((axis, value), ...) in axis order
+
+    @property
+    def label(self):
+        parts = []
+        for axis, value in self.values:
+            short = axis.rsplit(".", 1)[-1]
+            parts.append(f"{short}-{value}")
+        return "_".join(parts).replace("/", "-").replace(" ", "") or "base"
+
+    def as_dict(self):
+        return dict(self.values)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    id: str
+    title: str
+    folder: str
+    base: str                # path of the base topo.yaml
+    axes: tuple              # ((axis, [values]), ...)
+    set: dict
+
+    def settings(self):
+        names = [a for a, _ in self.axes]
+        return [Setting(tuple(zip(names, combo)))
+                for combo in itertools.product(*[v for _, v in self.axes])]
+
+
+def load_recipe(path, quick=False):
+    try:
+        with open(path) as f:
+            raw = yaml.safe_load(f)
+    except OSError as e:
+        raise RecipeError(f"{path}: {e.strerror}") from None
+    except yaml.YAMLError as e:
+        raise RecipeError(f"{path}: not valid YAML: {str(e).splitlines()[0]}") from None
+    if not isinstance(raw, dict):
+        raise RecipeError(f"{path}: a recipe is a mapping with id, base and axes")
+    unknown = set(raw) - RECIPE_KEYS
+    if unknown:
+        raise RecipeError(f"{path}: unknown keys {', '.join(sorted(unknown))}; "
+                          f"known: {', '.join(sorted(RECIPE_KEYS))}")
+    for key in ("id", "base", "axes"):
+        if key not in raw:
+            raise RecipeError(f"{path}: {key}: missing")
+    folder = os.path.dirname(os.path.abspath(path))
+    axes = dict(raw["axes"] or {})
+    fixed = dict(raw.get("set") or {})
+    if quick:
+        q = raw.get("quick") or {}
+        if not q:
+            raise RecipeError(f"{path}: has no quick: section")
+        axes.update(q.get("axes") or {})
+        fixed.update(q.get("set") or {})
+    for axis, values in axes.items():
+        if not isinstance(values, list) or not values:
+            raise RecipeError(f"{path}: axes.{axis}: give a non-empty list of values")
+        _check_axis(path, axis)
+    for key in fixed:
+        _check_axis(path, key)
+    base = os.path.join(folder, raw["base"])
+    if not os.path.isfile(base):
+        raise RecipeError(f"{path}: base: {raw['base']} not found next to the recipe")
+    return Recipe(id=str(raw["id"]), title=str(raw.get("title", "")), folder=folder, base=base,
+                  axes=tuple(axes.items()), set=fixed)
+
+
+def _check_axis(path, axis):
+    if axis in TRANSFORMS:
+        return
+    if axis.split(".", 1)[0] not in TOP_KEYS:
+        raise RecipeError(f"{path}: {axis!r} is neither a dotted path into topo.yaml "
+                          f"({', '.join(sorted(TOP_KEYS))}) nor one of {', '.join(TRANSFORMS)}")
+
+
+# ------------------------------------------------------------ applying
+
+
+def set_path(doc, dotted, value):
+    node = doc
+    parts = dotted.split(".")
+    for p in parts[:-1]:
+        if not isinstance(node.get(p), dict):
+            node[p] = {}
+        node = node[p]
+    node[parts[-1]] = value
+
+
+def keep_worker_dcs(doc, n):
+    """Keep the first n DCs that have workers (and every DC without), and
+    the links among the DCs kept."""
+    kept, with_workers = [], 0
+    for dc in doc["datacenters"]:
+        if dc.get("workers", 0) > 0:
+            with_workers += 1
+            if with_workers > n:
+                continue
+        kept.append(dc)
+    if with_workers < n:
+        raise RecipeError(f"worker_dcs={n}: the base has only {with_workers} DCs with workers")
+    names = {dc["name"] for dc in kept}
+    doc["datacenters"] = kept
+    doc["wan"] = [w for w in doc["wan"] if set(w.get("between", [])) <= names]
+
+
+def scale_bandwidth(doc, factor):
+    def scale(entry):
+        if "bw" in entry:
+            entry["bw"] = format_rate(parse_rate(entry["bw"]) * factor)
+    for w in doc["wan"]:
+        scale(w)
+        for d in ("forward", "reverse"):
+            if isinstance(w.get(d), dict):
+                scale(w[d])
+
+
+def apply(doc, axis, value):
+    if axis == "worker_dcs":
+        keep_worker_dcs(doc, value)
+    elif axis == "workers":
+        for dc in doc["datacenters"]:
+            if dc.get("workers", 0) > 0:
+                dc["workers"] = value
+    elif axis == "bw_scale":
+        scale_bandwidth(doc, value)
+    else:
+        set_path(doc, axis, value)
+
+
+def setting_document(recipe, setting):
+    """The topo.yaml document of one setting (a plain dict)."""
+    with open(recipe.base) as f:
+        doc = yaml.safe_load(f)
+    doc = copy.deepcopy(doc)
+    for key, value in recipe.set.items():
+        apply(doc, key, value)
+    for axis, value in setting.values:
+        apply(doc, axis, value)
+    doc["name"] = recipe.id[:15].rstrip("-")
+    # Traces are named relative to the base; the setting's file lives elsewhere.
+    for entry in doc.get("dynamics") or []:
+        if isinstance(entry, dict) and "trace" in entry and not os.path.isabs(str(entry["trace"])):
+            entry["trace"] = os.path.join(os.path.dirname(recipe.base), str(entry["trace"]))
+    return doc
+
+
+def spec_key(spec):
+    """A short hash of everything that defines the run (not where it came from)."""
+    data = dataclasses.asdict(spec)
+    data.pop("source", None)
+    blob = json.dumps(data, sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:12]
+
+
+@dataclass
+class Planned:
+    setting: Setting
+    spec: object
+    key: str
+    folder: str              # where this setting's runs go
+
+
+def plan(recipe, sweep_dir):
+    """Write each setting's topo.yaml, validate it, and key it."""
+    out = []
+    os.makedirs(os.path.join(sweep_dir, "specs"), exist_ok=True)
+    for setting in recipe.settings():
+        doc = setting_document(recipe, setting)
+        path = os.path.join(sweep_dir, "specs", f"{setting.label}.yaml")
+        with open(path, "w") as f:
+            yaml.safe_dump(doc, f, sort_keys=False)
+        try:
+            spec = specmod.load(path)
+        except specmod.SpecError as e:
+            raise RecipeError(f"setting {setting.label}: {e}") from None
+        key = spec_key(spec)
+        out.append(Planned(setting, spec, key, os.path.join(sweep_dir, f"{setting.label}-{key}")))
+    return out
+
+
+def completed_run(folder):
+    """The newest completed run folder of a setting, or None."""
+    if not os.path.isdir(folder):
+        return None
+    for name in sorted(os.listdir(folder), reverse=True):
+        path = os.path.join(folder, name)
+        if is_run_folder(path) and RunFolder(path).read_json("status.json", {}).get("status") == "completed":
+            return path
+    return None
+
+
+def run_sweep(recipe, sweep_dir, run_one, progress=lambda done, total, text: None):
+    """Run every setting not yet completed.  run_one(planned) -> run folder
+    path (it must not raise for a failed run).  Returns the sweep record."""
+    planned = plan(recipe, sweep_dir)
+    record = []
+    for i, p in enumerate(planned):
+        done = completed_run(p.folder)
+        if done:
+            status = "skipped (already completed)"
+        else:
+            progress(i, len(planned), p.setting.label)
+            done = run_one(p)
+            status = RunFolder(done).read_json("status.json", {}).get("status", "failed") if done else "failed"
+        record.append({"label": p.setting.label, "values": p.setting.as_dict(), "key": p.key,
+                       "run": done, "status": status})
+        progress(i + 1, len(planned), p.setting.label)
+    with open(os.path.join(sweep_dir, "sweep.json"), "w") as f:
+        json.dump({"recipe": recipe.id, "settings": record}, f, indent=1)
+    return record

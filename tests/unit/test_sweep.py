@@ -1,0 +1,117 @@
+import os
+import textwrap
+
+import pytest
+import yaml
+
+from testbed import sweep as W
+from testbed.runfolder import RunFolder
+
+BASE = """
+name: base
+datacenters:
+  - {name: ps, servers: 1, workers: 1}
+  - {name: core}
+  - {name: a, workers: 1}
+  - {name: b, workers: 1}
+wan:
+  - {between: [ps, core], bw: 50mbit, delay: 10ms}
+  - {between: [a, core], bw: 20mbit, reverse: {bw: 10mbit}}
+  - {between: [b, core], bw: 50mbit}
+experiment: {workload: synthetic, model: resnet18, stop: {iterations: 5}}
+"""
+
+
+def recipe_at(tmp_path, body, base=BASE):
+    (tmp_path / "base.yaml").write_text(textwrap.dedent(base))
+    (tmp_path / "recipe.yaml").write_text(textwrap.dedent(body))
+    return str(tmp_path / "recipe.yaml")
+
+
+RECIPE = """
+id: demo
+title: a demo
+base: base.yaml
+axes:
+  worker_dcs: [2, 3]
+  experiment.seed: [0, 1]
+set: {experiment.stop.iterations: 2}
+quick:
+  axes: {worker_dcs: [2]}
+"""
+
+
+def test_the_cross_product_runs_in_axis_order_with_readable_labels(tmp_path):
+    r = W.load_recipe(recipe_at(tmp_path, RECIPE))
+    assert [s.label for s in r.settings()] == ["worker_dcs-2_seed-0", "worker_dcs-2_seed-1",
+                                               "worker_dcs-3_seed-0", "worker_dcs-3_seed-1"]
+    q = W.load_recipe(recipe_at(tmp_path, RECIPE), quick=True)
+    assert [s.label for s in q.settings()] == ["worker_dcs-2_seed-0", "worker_dcs-2_seed-1"]
+
+
+def test_settings_transform_the_base_document(tmp_path):
+    r = W.load_recipe(recipe_at(tmp_path, RECIPE))
+    doc = W.setting_document(r, r.settings()[1])
+    assert [d["name"] for d in doc["datacenters"]] == ["ps", "core", "a"]
+    assert [w["between"] for w in doc["wan"]] == [["ps", "core"], ["a", "core"]]
+    assert doc["experiment"]["seed"] == 1 and doc["experiment"]["stop"]["iterations"] == 2
+
+
+def test_bandwidth_scale_and_workers_axes():
+    doc = yaml.safe_load(BASE)
+    W.apply(doc, "bw_scale", 0.5)
+    W.apply(doc, "workers", 3)
+    assert [w["bw"] for w in doc["wan"]] == ["25mbit", "10mbit", "25mbit"]
+    assert doc["wan"][1]["reverse"]["bw"] == "5mbit"
+    assert [d.get("workers", 0) for d in doc["datacenters"]] == [3, 0, 3, 3]
+
+
+def test_asking_for_more_dcs_than_the_base_has_is_refused():
+    with pytest.raises(W.RecipeError, match="only 3 DCs with workers"):
+        W.keep_worker_dcs(yaml.safe_load(BASE), 4)
+
+
+def test_a_run_key_follows_the_resolved_spec_not_the_file(tmp_path):
+    r = W.load_recipe(recipe_at(tmp_path, RECIPE))
+    first = W.plan(r, str(tmp_path / "s1"))
+    again = W.plan(r, str(tmp_path / "s2"))
+    assert [p.key for p in first] == [p.key for p in again]
+    assert len({p.key for p in first}) == 4
+    changed = W.load_recipe(recipe_at(tmp_path, RECIPE.replace("iterations: 2", "iterations: 3")))
+    assert not {p.key for p in W.plan(changed, str(tmp_path / "s3"))} & {p.key for p in first}
+
+
+def test_a_sweep_resumes_skipping_completed_runs_and_retrying_failed_ones(tmp_path):
+    r = W.load_recipe(recipe_at(tmp_path, RECIPE))
+    sweep_dir = str(tmp_path / "sweep")
+    calls = []
+
+    def run_one(planned, fail=("worker_dcs-3_seed-0",)):
+        calls.append(planned.setting.label)
+        folder = RunFolder.create(planned.folder, planned.spec, "")
+        folder.set_status("failed" if planned.setting.label in fail else "completed")
+        return folder.path
+
+    first = W.run_sweep(r, sweep_dir, run_one)
+    assert [e["status"] for e in first] == ["completed", "completed", "failed", "completed"]
+    assert len(calls) == 4
+    calls.clear()
+    second = W.run_sweep(r, sweep_dir, lambda p: run_one(p, fail=()))
+    assert calls == ["worker_dcs-3_seed-0"]
+    assert [e["status"] for e in second] == ["skipped (already completed)"] * 2 + ["completed"] + \
+        ["skipped (already completed)"]
+    assert os.path.isfile(os.path.join(sweep_dir, "sweep.json"))
+
+
+@pytest.mark.parametrize("body,msg", [
+    ("id: x\nbase: base.yaml\naxes: {}\nbogus: 1\n", "unknown keys bogus"),
+    ("id: x\naxes: {}\n", "base: missing"),
+    ("id: x\nbase: nope.yaml\naxes: {}\n", "not found"),
+    ("id: x\nbase: base.yaml\naxes: {colour: [1]}\n", "neither a dotted path"),
+    ("id: x\nbase: base.yaml\naxes: {experiment.seed: []}\n", "non-empty list"),
+    ("id: x\nbase: base.yaml\naxes: {experiment.sync: [magic]}\n", "setting sync-magic: experiment.sync"),
+])
+def test_recipe_mistakes_are_one_sentence(tmp_path, body, msg):
+    with pytest.raises(W.RecipeError, match=msg):
+        r = W.load_recipe(recipe_at(tmp_path, body))
+        W.plan(r, str(tmp_path / "s"))
