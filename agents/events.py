@@ -38,3 +38,29 @@ def read_events(path):
     except FileNotFoundError:
         pass
     return out
+
+
+class EventTail:
+    """The events appended to a file since the last read (complete lines
+    only: a line still being written waits for the next read)."""
+
+    def __init__(self, path):
+        self.path = path
+        self.offset = 0
+
+    def read(self):
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                chunk = f.read()
+        except FileNotFoundError:
+            return []
+        end = chunk.rfind(b"\n") + 1
+        self.offset += end
+        out = []
+        for line in chunk[:end].splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                pass
+        return out

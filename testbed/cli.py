@@ -223,8 +223,9 @@ def summary_table(summary, title):
                                      f"Mbit/s of {w['configured_rate_final'] / 1e6:g} configured")
     for name, q in summary.get("probe", {}).items():
         follow = ", ".join("-" if f is None else f"{f:.1f}s" for f in q["follow_seconds"])
-        table.add_row(f"probe {name}", f"median error {q['median_abs_error'] * 100:.1f}%, overhead "
-                                       f"{_fmt(q['overhead'] and q['overhead'] * 100, 'int')}% of the link"
+        overhead = "-" if q["overhead"] is None else f"{q['overhead'] * 100:.1f}%"
+        table.add_row(f"probe {name}", f"median error {q['median_abs_error'] * 100:.1f}%, probe traffic "
+                                       f"{overhead} of the link"
                                        + (f", followed changes in {follow}" if follow else ""))
     table.add_row("delay emulated by", summary["environment"].get("delay_backend", "-"))
     return table

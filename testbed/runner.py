@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 
 from agents.config import AgentConfig, Peer, Transport, Workload
+from agents.events import EventTail
 from testbed import control, dynamics, report
 from testbed.emulation import capability, network
 from testbed.emulation.plan import shortest_next_hops
@@ -49,31 +50,6 @@ class Outcome:
     status: str            # completed | failed
     reason: str
     folder: RunFolder
-
-
-class EventTail:
-    """New complete lines of a JSON-lines file, read incrementally."""
-
-    def __init__(self, path):
-        self.path = path
-        self.offset = 0
-
-    def read(self):
-        try:
-            with open(self.path) as f:
-                f.seek(self.offset)
-                chunk = f.read()
-        except FileNotFoundError:
-            return []
-        end = chunk.rfind("\n") + 1
-        self.offset += len(chunk[:end].encode())
-        out = []
-        for line in chunk[:end].splitlines():
-            try:
-                out.append(json.loads(line))
-            except ValueError:
-                pass
-        return out
 
 
 def agent_configs(spec, net, folder):

@@ -11,7 +11,6 @@
   estimate as an event.
 """
 
-import json
 import select
 import socket
 import statistics
@@ -20,6 +19,7 @@ import time
 
 import zmq
 
+from agents.events import EventTail
 from agents.probe import matrix, schedule
 from agents.probe.estimator import Estimator
 
@@ -91,25 +91,14 @@ class PassiveReader:
     """New `xfer` events from the event files of the agents in this DC."""
 
     def __init__(self, paths, dc_of):
-        self.offsets = {p: 0 for p in paths}
+        self.tails = [EventTail(p) for p in paths]
         self.dc_of = dc_of
 
     def read(self):
         out = []
-        for path, off in self.offsets.items():
-            try:
-                with open(path) as f:
-                    f.seek(off)
-                    chunk = f.read()
-            except FileNotFoundError:
-                continue
-            end = chunk.rfind("\n") + 1
-            self.offsets[path] = off + len(chunk[:end].encode())
-            for line in chunk[:end].splitlines():
-                if '"xfer"' not in line:
-                    continue
-                e = json.loads(line)
-                src = self.dc_of.get(e["peer"])
+        for tail in self.tails:
+            for e in tail.read():
+                src = self.dc_of.get(e.get("peer")) if e.get("ev") == "xfer" else None
                 if src:
                     out.append((src, e["t"], e["goodput"]))
         return out

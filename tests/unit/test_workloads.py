@@ -114,3 +114,20 @@ def test_an_agent_config_with_unknown_keys_is_refused():
     with pytest.raises(ValueError, match="unknown config keys: bogus"):
         AgentConfig.from_dict({"name": "x", "role": "worker", "dc": "d", "host": "h", "port": 1,
                                "events": "e", "bogus": 1})
+
+
+def test_an_event_tail_returns_each_complete_line_once(tmp_path):
+    from agents.events import EventLog, EventTail
+    path = tmp_path / "a.jsonl"
+    log = EventLog(str(path), "a")
+    tail = EventTail(str(path))
+    log("one", x=1)
+    assert [e["ev"] for e in tail.read()] == ["one"]
+    with open(path, "a") as f:
+        f.write('{"ev": "half')          # a line still being written
+    log.f.flush()
+    assert tail.read() == []
+    with open(path, "a") as f:
+        f.write('"}\n')
+    assert [e["ev"] for e in tail.read()] == ["half"]
+    log.close()
