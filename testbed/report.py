@@ -18,7 +18,10 @@ def load(folder):
 
 
 def run_start(events):
-    starts = [e["t"] for evs in events.values() for e in evs if e["ev"] == "start"]
+    """When training began: the first server or worker ready (probes start
+    earlier, as they load no model)."""
+    starts = [e["t"] for evs in events.values() for e in evs
+              if e["ev"] == "start" and e.get("role") in ("server", "worker")]
     return min(starts) if starts else None
 
 
@@ -124,7 +127,10 @@ def summarize(folder):
     per_worker = {}
     for e in iters:
         per_worker[e["agent"]] = per_worker.get(e["agent"], 0) + 1
-    last = max((e["t"] for evs in events.values() for e in evs), default=t0)
+    # Training ends with the last server or worker event (probes outlive it).
+    training = {e["agent"] for evs in events.values() for e in evs
+                if e["ev"] == "start" and e.get("role") in ("server", "worker")}
+    last = max((e["t"] for evs in events.values() for e in evs if e["agent"] in training), default=t0)
 
     def mean(key):
         return statistics.fmean(e[key] for e in iters) if iters else None
