@@ -5,6 +5,7 @@ A combination that makes no sense is refused here with a sentence saying
 why, before anything is built.
 """
 
+import os
 from dataclasses import dataclass
 
 from agents import models
@@ -90,6 +91,9 @@ def parse(raw, datacenters, error, check_keys):
         dataset = choice("dataset", list(models.DATASETS), "digits")
         if dataset != "digits" and not raw.get("data_dir"):
             raise error(p("data_dir"), f"{dataset} is read from a local folder: name it in data_dir")
+        if dataset != "digits" and not os.path.isdir(str(raw["data_dir"])):
+            raise error(p("data_dir"), f"{raw['data_dir']!r} is not a folder (nothing is downloaded: "
+                                       f"put the {dataset} files there)")
     else:
         model = raw.get("model", "resnet18")
         if not (model in models.SYNTHETIC or models.is_flat(model)):

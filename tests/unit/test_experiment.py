@@ -48,6 +48,7 @@ def test_a_file_without_an_experiment_has_none():
     ("workload: synthetic\nmodel: mlp\n", "experiment.model", "unknown model 'mlp'"),
     ("model: resnet18\n", "experiment.model", "unknown model 'resnet18'"),
     ("dataset: mnist\n", "experiment.data_dir", "read from a local folder"),
+    ("dataset: mnist\ndata_dir: /nonexistent/mnist\n", "experiment.data_dir", "is not a folder"),
     ("workload: synthetic\nstop: {accuracy: 0.9}\n", "experiment.stop.accuracy", "no accuracy"),
     ("stop: {accuracy: 1.5}\n", "experiment.stop.accuracy", "between 0 and 1"),
     ("stop: {iterations: 0}\n", "experiment.stop.iterations", "whole number"),
