@@ -358,7 +358,8 @@ def compare(run_dirs, out_dir):
     table = Table(title="comparison", title_justify="left")
     for col in reportmod.COMPARE_COLUMNS:
         table.add_column(col)
-    kinds = {"wall_time": "s", "iteration_time": "ms", "final_accuracy": "frac", "time_to_target": "s"}
+    kinds = {"wall_time": "s", "iteration_time": "ms", "sync_time": "ms", "sync_over_bound": "frac",
+             "final_accuracy": "frac", "target_accuracy": "frac", "time_to_target": "s"}
     for r in rows:
         table.add_row(*[_fmt(r[c], kinds.get(c, "")) for c in reportmod.COMPARE_COLUMNS])
     out.print(table)

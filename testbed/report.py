@@ -262,7 +262,7 @@ def report(path):
 
 
 COMPARE_COLUMNS = ("run", "status", "sync", "overlay", "iterations", "wall_time", "iteration_time",
-                   "final_accuracy", "time_to_target")
+                   "sync_time", "sync_over_bound", "final_accuracy", "target_accuracy", "time_to_target")
 
 
 def compare(paths, out_dir):

@@ -1,5 +1,6 @@
 """`testbed run` trains for real over the emulated WAN, and fails cleanly."""
 
+import csv
 import json
 import os
 import signal
@@ -39,6 +40,16 @@ def test_the_quickstart_trains_to_the_accuracy_floor(tmp_path):
     for png in ("accuracy.png", "iteration_time.png", "links.png"):
         assert os.path.getsize(os.path.join(run, png)) > 1000
     assert "final accuracy" in r.stdout
+
+    # Side by side (here the run with itself): one row each, the bound stated.
+    out = tmp_path / "compare"
+    c = subprocess.run(cli_argv("compare", run, run, "--out", str(out)), capture_output=True,
+                       text=True, timeout=120)
+    assert c.returncode == 0, c.stderr
+    rows = list(csv.DictReader(open(out / "compare.csv")))
+    assert len(rows) == 2 and float(rows[0]["sync_over_bound"]) > 1.0
+    assert float(rows[0]["final_accuracy"]) == summary["final_accuracy"]
+    assert os.path.getsize(out / "compare.png") > 1000
 
 
 def test_killing_a_worker_fails_the_run_quickly_and_cleanly(tmp_path):

@@ -44,3 +44,15 @@ def test_a_missing_file_is_a_sentence_not_a_traceback(tmp_path):
 def test_an_unknown_delay_backend_is_refused_by_the_parser():
     r = run_testbed("net", TOPO, "--delay-backend", "magic")
     assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+def test_report_and_compare_refuse_a_folder_that_is_not_a_run(tmp_path):
+    for args in (("report", str(tmp_path)), ("compare", str(tmp_path), str(tmp_path))):
+        r = run_testbed(*args)
+        assert r.returncode == 2 and r.stderr == f"error: {tmp_path} is not a run folder " \
+                                                 "(it has no status.json and agents/)\n"
+
+
+def test_an_unknown_recipe_is_named_with_the_known_ones():
+    r = run_testbed("reproduce", "no-such-figure")
+    assert r.returncode == 2 and "no recipe 'no-such-figure' (recipes: ps-scaling" in r.stderr
