@@ -25,6 +25,8 @@ import time
 
 from agents.events import read_events
 from testbed import dynamics
+from testbed.emulation.delay import DelayError
+from testbed.emulation.network import NetworkError
 from testbed.units import UnitError, format_rate, format_time, parse_fraction, parse_rate, parse_time
 
 LINK_USAGE = "link A B [bw RATE] [delay TIME] [jitter TIME] [loss SHARE] [oneway], or link A B down|up"
@@ -115,6 +117,16 @@ def latest_estimates(run_dir):
     return latest
 
 
+def links_text(current):
+    """The WAN directions as configured now, one line each."""
+    lines = [f"{'direction':28}{'rate':>10}{'delay':>9}{'jitter':>9}{'loss':>7}{'queue':>10}  state"]
+    for (src, dst), d in current.items():
+        lines.append(f"{src + ' -> ' + dst:28}{format_rate(d.rate):>10}{format_time(d.delay):>9}"
+                     f"{format_time(d.jitter):>9}{d.loss * 100:>6g}%{d.queue:>9}B  "
+                     f"{'up' if d.up else 'down'}")
+    return "\n".join(lines)
+
+
 class Commands:
     """Carries out commands on a running experiment."""
 
@@ -146,6 +158,8 @@ class Commands:
                     self.net.change_link(a, b, both=both, source=source, **changes)
                 except KeyError as e:
                     raise CommandError(e.args[0]) from None
+                except (NetworkError, DelayError) as e:
+                    raise CommandError(f"the link was not changed: {e}") from None
                 return self.show_links()
             if verb == "speed":
                 workers, speed = parse_speed(rest, self.workers_by_dc)
@@ -188,11 +202,7 @@ class Commands:
                + (", looped)" if loop else ")")
 
     def show_links(self):
-        lines = [f"{'direction':28}{'rate':>10}{'delay':>9}{'jitter':>9}{'loss':>7}  state"]
-        for (src, dst), d in self.net.current.items():
-            lines.append(f"{src + ' -> ' + dst:28}{format_rate(d.rate):>10}{format_time(d.delay):>9}"
-                         f"{format_time(d.jitter):>9}{d.loss * 100:>6g}%  {'up' if d.up else 'down'}")
-        return "\n".join(lines)
+        return links_text(self.net.current)
 
     def show_probe(self):
         estimates = latest_estimates(self.run_dir)

@@ -7,18 +7,9 @@ Link changes use the same grammar as a running experiment's console
 import cmd
 import shlex
 
-from testbed.control import CommandError, parse_link_change
+from testbed.control import CommandError, links_text, parse_link_change
 from testbed.emulation import measure
 from testbed.emulation.network import NetworkError, run_in
-from testbed.units import format_rate, format_time
-
-def describe_links(net):
-    rows = []
-    for (src, dst), d in net.current.items():
-        rows.append((f"{src} -> {dst}", format_rate(d.rate), format_time(d.delay),
-                     format_time(d.jitter), f"{d.loss * 100:g}%", f"{d.queue} B"))
-    return rows
-
 
 class NetConsole(cmd.Cmd):
     intro = "Type help for commands, exit to tear the network down."
@@ -56,8 +47,7 @@ class NetConsole(cmd.Cmd):
 
     def do_links(self, arg):
         """links: every WAN direction as configured now."""
-        for row in describe_links(self.net):
-            self.say("  ".join(f"{c:>10}" if i else f"{c:24}" for i, c in enumerate(row)))
+        self.say(links_text(self.net.current))
 
     def do_ping(self, arg):
         """ping A B: median RTT from host A to host B."""

@@ -1,7 +1,6 @@
 """The emulated WAN delivers what topo.yaml configures: rate, delay, routes."""
 
 import threading
-import time
 
 import pytest
 
