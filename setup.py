@@ -17,7 +17,8 @@ setup(
         "torch==2.13.0",
         "scikit-learn>=1.2",
         "matplotlib>=3.6",
+        "networkx>=3.0",
     ],
-    extras_require={"test": ["pytest>=7", "pytest-timeout"]},
+    extras_require={"test": ["pytest>=7", "pytest-timeout", "hypothesis>=6"]},
     entry_points={"console_scripts": ["testbed=testbed.cli:main"]},
 )

@@ -8,7 +8,7 @@ from agents.config import AgentConfig
 from agents.events import EventLog
 from agents.transport import PeerDead
 
-ROLES = ("server", "worker", "probe")
+ROLES = ("server", "worker", "probe", "coordinator")
 
 
 def main(argv=None):
@@ -34,6 +34,8 @@ def main(argv=None):
         from agents.roles.server import run
     elif args.role == "probe":
         from agents.roles.probe import run
+    elif args.role == "coordinator":
+        from agents.roles.coordinator import run
     else:
         from agents.roles.worker import run
     try:

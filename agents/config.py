@@ -62,6 +62,10 @@ class AgentConfig:
     # probe settings: period, budget, train_time, pub_port, pairs
     # [{src, dst, links}], passive_events [paths], agent_dcs {agent: dc}
     probe: dict = field(default_factory=dict)
+    layout: dict = field(default_factory=dict)     # what the overlay plans from (a Layout)
+    coordinator: Peer = None                       # the experiment's coordinator, if it runs one
+    # coordinator settings: the overlay's options, probe PUB addresses
+    coordination: dict = field(default_factory=dict)
 
     def to_json(self):
         return json.dumps(asdict(self), indent=1, sort_keys=True)
@@ -76,6 +80,7 @@ class AgentConfig:
         d["servers"] = [Peer(**p) for p in d.get("servers", [])]
         d["workers"] = [Peer(**p) for p in d.get("workers", [])]
         d["probes"] = [Peer(**p) for p in d.get("probes", [])]
+        d["coordinator"] = Peer(**d["coordinator"]) if d.get("coordinator") else None
         d["workload"] = Workload(**d.get("workload", {}))
         d["transport"] = Transport(**d.get("transport", {}))
         return cls(**d)

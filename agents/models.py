@@ -130,7 +130,7 @@ def load_dataset(name, data_dir=""):
     if name == "cifar10":
         def batch(fname):
             with open(os.path.join(data_dir, fname), "rb") as f:
-                d = pickle.load(f, encoding="bytes")
+                d = load_cifar_batch(f)
             x = np.asarray(d[b"data"], np.uint8).reshape(-1, 3, 32, 32).astype(np.float32) / 255.0
             return x, np.asarray(d[b"labels"], np.int64)
         parts = [batch(f"data_batch_{i}") for i in range(1, 6)
@@ -140,6 +140,33 @@ def load_dataset(name, data_dir=""):
         xte, yte = batch("test_batch")
         return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]), xte, yte
     raise ValueError(f"unknown dataset {name!r}")
+
+
+class CifarUnpickler(pickle.Unpickler):
+    """CIFAR-10's python batches are pickles of a dict of bytes, lists and
+    one numpy array.  A pickle may name any callable to run, and agents run
+    as root: only the names that rebuild a numpy array are let through."""
+
+    ALLOWED = {("numpy", "ndarray"), ("numpy", "dtype"),
+               ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+               # protocol 5 rebuilds an array from its buffer
+               ("numpy.core.numeric", "_frombuffer"), ("numpy._core.numeric", "_frombuffer"),
+               # protocol 2 written by Python 3 spells bytes as a latin-1 string
+               ("_codecs", "encode")}
+
+    def find_class(self, module, name):
+        if (module, name) in self.ALLOWED:
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(f"a CIFAR-10 batch does not hold {module}.{name}; "
+                                     "the file is not loaded")
+
+
+def load_cifar_batch(f):
+    """One CIFAR-10 python batch from an open binary file -> its dict."""
+    d = CifarUnpickler(f, encoding="bytes").load()
+    if not isinstance(d, dict) or b"data" not in d or b"labels" not in d:
+        raise pickle.UnpicklingError("not a CIFAR-10 batch: no data and labels")
+    return d
 
 
 def shard(y, workers, rank, partition, seed=0):

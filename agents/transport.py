@@ -67,11 +67,17 @@ def split(nbytes, chunk_bytes):
 
 class Endpoint:
     def __init__(self, name, host, port, peers, chunk_bytes=1 << 20, heartbeat_interval=0.5,
-                 dead_after=5.0, io_threads=1, log=None):
-        """peers: {name: (host, port)} of everyone this agent talks to."""
+                 dead_after=5.0, io_threads=1, log=None, first_contact_grace=60.0, source=None):
+        """peers: {name: (host, port)} of everyone this agent talks to.
+        A peer never heard from may still be starting, so it is presumed
+        dead only after `first_contact_grace` (at least `dead_after`)
+        counted from our own start.  `source`, an address of this host,
+        is where our own connections leave from (routing may depend on it)."""
+        self.source = source
         self.name = name
         self.chunk_bytes = int(chunk_bytes)
         self.dead_after = dead_after
+        self.first_contact_grace = max(dead_after, first_contact_grace)
         self.log = log or (lambda kind, **f: None)
         self.ctx = zmq.Context(io_threads)
         self.router = self.ctx.socket(zmq.ROUTER)
@@ -98,7 +104,7 @@ class Endpoint:
         s.setsockopt(zmq.IDENTITY, identity.encode())
         s.setsockopt(zmq.LINGER, 0)
         s.setsockopt(zmq.SNDHWM, 0)
-        s.connect(f"tcp://{host}:{port}")
+        s.connect(f"tcp://{self.source}:0;{host}:{port}" if self.source else f"tcp://{host}:{port}")
         return s
 
     # ----------------------------------------------------------- sending
@@ -146,7 +152,6 @@ class Endpoint:
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             now = time.monotonic()
-            self._check_alive(watch, now)
             wait = 0.2 if deadline is None else max(0.0, min(0.2, deadline - now))
             if self.router.poll(int(wait * 1000)):
                 while True:
@@ -157,16 +162,18 @@ class Endpoint:
                     message = self._take(frames)
                     if message is not None:
                         return message
-            elif deadline is not None and time.monotonic() >= deadline:
+            # Only after taking what is queued: a process that was not
+            # scheduled for a while must not blame peers whose heartbeats
+            # are waiting in its own queue.
+            self._check_alive(watch, time.monotonic())
+            if deadline is not None and time.monotonic() >= deadline:
                 raise RecvTimeout(f"nothing received in {timeout:.1f}s")
 
     def _check_alive(self, watch, now):
         for peer in watch:
             seen = self.last_seen.get(peer)
-            # Before first contact a peer may still be starting: it gets a
-            # longer grace, counted from our own start.
             silent = now - (seen if seen is not None else self.started)
-            limit = self.dead_after if seen is not None else max(self.dead_after, 60.0)
+            limit = self.dead_after if seen is not None else self.first_contact_grace
             if silent > limit:
                 raise PeerDead(peer, silent)
 

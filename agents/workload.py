@@ -1,10 +1,11 @@
 """The parameters an experiment trains, as both servers and workers see them.
 
 `Parameters` is an ordered {key: shape} with the same initial values on
-every agent (same seed), plus packing of a server's keys into one flat
+every agent (same seed), plus packing of keys into one flat
 float32 vector and back.  `Trainer` computes a worker's gradients: a real
 torch forward/backward on its shard, or, for synthetic models, an emulated
-compute time and a fixed gradient of the right size.
+compute time and a gradient of the right size whose values are drawn
+once per worker from (experiment seed, rank): another seed, another sample.
 """
 
 import time
@@ -67,7 +68,11 @@ class Trainer:
         self.params = params
         self.rng = np.random.RandomState(workload.seed * 1000 + rank)
         if workload.kind == "synthetic":
-            self.grads = {k: np.full(v.size, 1e-4, np.float32) for k, v in params.initial.items()}
+            # Drawn once and resent every iteration: generating fresh values
+            # would add CPU time to the emulated compute time.
+            draw = np.random.default_rng((workload.seed, rank))
+            self.grads = {k: draw.standard_normal(v.size, dtype=np.float32) * np.float32(1e-4)
+                          for k, v in params.initial.items()}
             return
         import torch
         # Every agent shares two cores with many others: one thread each.

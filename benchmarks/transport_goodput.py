@@ -4,9 +4,12 @@ Builds two data centers joined by one WAN link, a parameter server in one and
 a worker in the other, and moves a 64 MB model by the real PS agents
 (`python -m agents server|worker`, SSGD over the PS star, a synthetic model of
 exactly 64 MB, no compute time): each iteration pushes 64 MB and pulls 64 MB.
-Then iperf3 moves the same 64 MB each way over the same link.  Prints the
-goodput of each and the ratio PS / iperf3, for a 50 Mbit/s shaped link and for
-an unshaped one (shaped at 10 Gbit/s, so the emulation path is the limit).
+The executor sends each summed segment back at once, so pushes and pulls
+overlap and both directions of the link carry data at the same time; the
+like-for-like reference is therefore iperf3 moving the same 64 MB both ways
+at once (`--bidir`).  Prints the goodput of each (bytes of both directions
+over the time) and the ratio PS / iperf3, for a 50 Mbit/s shaped link and
+for an unshaped one (shaped at 10 Gbit/s, so the emulation path is the limit).
 
     sudo .venv/bin/python benchmarks/transport_goodput.py [--iterations 3]
 """
@@ -21,6 +24,7 @@ import tempfile
 
 from agents.config import AgentConfig, Peer, Transport, Workload
 from agents.events import read_events
+from agents.overlay.layout import Layout
 from testbed import spec as specmod
 from testbed.emulation import network
 
@@ -45,11 +49,14 @@ def ps_goodput(net, folder, iterations):
     worker = Peer("east-w0", net.ip("east-w0"), 7000, "east")
     workload = Workload(kind="synthetic", model=f"flat-{MODEL_BYTES // 4}", compute_time=0.0,
                         lr=0.0, momentum=0.0)
+    layout = Layout(size=0, workers=[[worker.name, worker.dc]], servers=[[server.name, server.dc]],
+                    server_dc=server.dc, dcs=["east", "west"], links=[]).to_dict()
     procs = []
     for role, me in (("server", server), ("worker", worker)):
         cfg = AgentConfig(name=me.name, role=role, dc=me.dc, host=me.host, port=me.port,
                           events=os.path.join(folder, f"{me.name}.jsonl"), servers=[server],
                           workers=[worker], max_iterations=iterations, workload=workload,
+                          layout=layout,
                           transport=Transport(dead_after=60.0))
         path = os.path.join(folder, f"{me.name}.json")
         cfg.save(path)
@@ -64,20 +71,20 @@ def ps_goodput(net, folder, iterations):
 
 
 def iperf3_goodput(net):
-    """Mean goodput of iperf3 moving MODEL_BYTES each way (receiver side)."""
+    """Goodput of iperf3 moving MODEL_BYTES each way at once (both
+    directions' received bits over the time), and each direction's."""
     server = net.node("west-s0").popen(["iperf3", "-s", "-p", "5201"], stdout=subprocess.DEVNULL)
     try:
-        rates = []
-        for extra in ([], ["-R"]):
-            for _ in range(50):
-                r = subprocess.run(["mnexec", "-a", str(net.node("east-w0").pid), "iperf3", "-c",
-                                    net.ip("west-s0"), "-p", "5201", "-n", str(MODEL_BYTES), "-J"]
-                                   + extra, capture_output=True, text=True)
-                if r.returncode == 0:
-                    break
-            result = json.loads(r.stdout)
-            rates.append(result["end"]["sum_received"]["bits_per_second"])
-        return statistics.fmean(rates), rates
+        for _ in range(50):
+            r = subprocess.run(["mnexec", "-a", str(net.node("east-w0").pid), "iperf3", "-c",
+                                net.ip("west-s0"), "-p", "5201", "-n", str(MODEL_BYTES), "--bidir",
+                                "-J"], capture_output=True, text=True)
+            if r.returncode == 0:
+                break
+        end = json.loads(r.stdout)["end"]
+        rates = [end["sum_received"]["bits_per_second"],
+                 end["sum_received_bidir_reverse"]["bits_per_second"]]
+        return sum(rates), rates
     finally:
         server.terminate()
         server.wait()
@@ -95,7 +102,7 @@ def main():
             rows.append((name, ps, ip, ps / ip))
             print(f"{name}: PS push+pull {ps / 1e6:.1f} Mbit/s (sync times "
                   f"{', '.join(f'{s:.2f}s' for s in syncs)}), iperf3 {ip / 1e6:.1f} Mbit/s "
-                  f"(each way {', '.join(f'{r / 1e6:.1f}' for r in ip_rates)}), "
+                  f"(both ways at once: {', '.join(f'{r / 1e6:.1f}' for r in ip_rates)}), "
                   f"ratio PS/iperf3 = {ps / ip:.3f}  [delay by {net.backend.name}]", flush=True)
     print("\nlink            PS Mbit/s  iperf3 Mbit/s  PS/iperf3")
     for name, ps, ip, ratio in rows:

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs everything geo-testbed needs on Debian/Ubuntu, as root:
-# system tools (apt), kernel settings, and a virtualenv at .venv with the
-# package and its test extras.  Used by the Makefile, .ci/run and vagrant/.
+# system tools (apt) and a virtualenv (.venv, or $VENV) with the package and
+# its test extras; TORCH_VARIANT=cuda for a CUDA build of torch.  No host
+# setting is changed: the testbed's bridges live in network namespaces of
+# their own.  Used by the Makefile, .ci/run and vagrant/.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
@@ -11,7 +13,14 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 
-apt_packages="mininet iperf3 iputils-ping bridge-utils ethtool iproute2 net-tools procps python3 python3-venv python3-pip"
+torch_variant=${TORCH_VARIANT:-cpu}
+case "$torch_variant" in
+  cpu|cuda) ;;
+  *) echo "TORCH_VARIANT is cpu (the default) or cuda, not '$torch_variant'." >&2; exit 2 ;;
+esac
+
+# iptables: a test proves the host's firewall rules never see emulated traffic.
+apt_packages="mininet iperf3 iputils-ping bridge-utils ethtool iproute2 net-tools procps iptables python3 python3-venv python3-pip"
 missing=""
 for p in $apt_packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
@@ -23,18 +32,21 @@ if [ -n "$missing" ]; then
   apt-get install -y -qq --no-install-recommends $missing
 fi
 
-# Bridged frames must not pass through iptables, or emulated traffic can be filtered.
-if [ -d /proc/sys/net/bridge ]; then
-  for t in iptables ip6tables arptables; do
-    sysctl -q -w "net.bridge.bridge-nf-call-$t=0" || true
-  done
-fi
-
 python=${PYTHON:-python3}
-if [ ! -x .venv/bin/python ]; then
-  "$python" -m venv .venv
+venv=${VENV:-.venv}             # the Vagrant VM keeps its own outside the synced folder
+if [ ! -x "$venv/bin/python" ]; then
+  "$python" -m venv "$venv"
 fi
-.venv/bin/pip install -q --upgrade pip setuptools wheel
-# torch's CPU build is pinned so pip takes the local wheel instead of a CUDA build.
-.venv/bin/pip install -q -e ".[test]"
-echo "geo-testbed installed: $here/.venv/bin/testbed"
+"$venv/bin/pip" install -q --upgrade pip setuptools wheel
+# torch: a CPU build unless TORCH_VARIANT=cuda.  A wheel pip finds on local disk
+# (find-links in pip's config or PIP_FIND_LINKS) is taken as it is; otherwise
+# the CPU build comes from PyTorch's CPU-only index, since PyPI's default Linux
+# build carries gigabytes of CUDA.
+torch_pin="torch==2.13.0"
+if [ "$torch_variant" = cuda ]; then
+  "$venv/bin/pip" install -q "$torch_pin"
+elif ! "$venv/bin/pip" install -q --dry-run --no-index --no-deps "$torch_pin" >/dev/null 2>&1; then
+  "$venv/bin/pip" install -q --extra-index-url https://download.pytorch.org/whl/cpu "$torch_pin+cpu"
+fi
+"$venv/bin/pip" install -q -e ".[test]"
+echo "geo-testbed installed: $(cd "$venv" && pwd)/bin/testbed"

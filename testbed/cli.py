@@ -196,16 +196,32 @@ def _fmt(value, kind):
     return str(value)
 
 
+def _fmt_mbit(rate):
+    return "-" if rate is None else f"{rate / 1e6:.4g} Mbit/s"
+
+
+def status_line(summary):
+    """e.g. `completed, stopped by iterations, target not reached`."""
+    parts = [str(summary["status"])]
+    if summary.get("stopped_by"):
+        parts.append(f"stopped by {summary['stopped_by']}")
+    if summary.get("target_reached") is not None:
+        parts.append("target reached" if summary["target_reached"] else "target not reached")
+    return ", ".join(parts)
+
+
 def summary_table(summary, title):
     table = Table(title=title, title_justify="left", show_header=False)
     table.add_column("what")
     table.add_column("value")
     b = summary["iteration_breakdown"]
     for label, value in (
-            ("status", f"{summary['status']} ({summary['reason'].splitlines()[0] if summary['reason'] else ''})"),
+            ("status", status_line(summary)),
+            ("why", summary["reason"].splitlines()[0] if summary.get("reason") else "-"),
             ("system", f"sync {summary['sync']}, overlay {summary['overlay']}, "
                        f"{summary['workload']} {summary['model']}, {summary['workers']} workers"),
-            ("iterations", _fmt(summary["iterations"], "int")),
+            ("iterations", _fmt(summary["iterations"], "int") if summary["iterations"]
+             else "none finished"),
             ("wall time", _fmt(summary["wall_time"], "s")),
             ("iteration time", f"{_fmt(summary['iteration_time'], 'ms')} = compute "
                                f"{_fmt(b['compute'], 'ms')} + communication {_fmt(b['comm'], 'ms')} "
@@ -219,8 +235,10 @@ def summary_table(summary, title):
                                f"{_fmt(summary['target_accuracy'], 'frac')})")):
         table.add_row(label, value)
     for name, w in summary["wan"].items():
+        configured = w.get("configured_rate_mean")
         table.add_row(f"WAN {name}", f"{w['bytes'] / 1e6:.1f} MB, mean {w['mean_throughput'] / 1e6:.2f} "
-                                     f"Mbit/s of {w['configured_rate_final'] / 1e6:g} configured")
+                                     f"Mbit/s of {_fmt_mbit(configured)} configured (mean over the "
+                                     f"same time), {_fmt_mbit(w['configured_rate_final'])} at the end")
     for name, q in summary.get("probe", {}).items():
         follow = ", ".join("-" if f is None else f"{f:.1f}s" for f in q["follow_seconds"])
         overhead = "-" if q["overhead"] is None else f"{q['overhead'] * 100:.1f}%"
@@ -355,15 +373,21 @@ def compare(run_dirs, out_dir):
         _run_dir(d)
     out_dir = out_dir or os.path.join(RUNS_ROOT, "compare-" + time.strftime("%Y%m%d-%H%M%S"))
     rows = reportmod.compare(run_dirs, out_dir)
+    out.print(compare_table(rows, reportmod.COMPARE_COLUMNS))
+    out.print(f"written: {os.path.join(out_dir, 'compare.csv')}, {os.path.join(out_dir, 'compare.png')}")
+
+
+def compare_table(rows, columns):
     table = Table(title="comparison", title_justify="left")
-    for col in reportmod.COMPARE_COLUMNS:
-        table.add_column(col)
+    for col in columns:
+        # Run names differ only at their end: never cut them.
+        table.add_column(col, **({"no_wrap": True, "min_width": max(len(r["run"]) for r in rows)}
+                                 if col == "run" else {}))
     kinds = {"wall_time": "s", "iteration_time": "ms", "sync_time": "ms", "sync_over_bound": "frac",
              "final_accuracy": "frac", "target_accuracy": "frac", "time_to_target": "s"}
     for r in rows:
-        table.add_row(*[_fmt(r[c], kinds.get(c, "")) for c in reportmod.COMPARE_COLUMNS])
-    out.print(table)
-    out.print(f"written: {os.path.join(out_dir, 'compare.csv')}, {os.path.join(out_dir, 'compare.png')}")
+        table.add_row(*[_fmt(r[c], kinds.get(c, "")) for c in columns])
+    return table
 
 
 def _progress_bar():
@@ -456,7 +480,8 @@ def reproduce(recipe_id, quick, list_recipes, out_dir, delay_backend, runs_root)
 @click.option("--all", "include_running", is_flag=True,
               help="also remove runs whose runner is still alive")
 def clean(include_running):
-    """Remove what crashed or killed runs left behind (namespaces, links, processes)."""
+    """Remove what crashed or killed runs left behind (namespaces, links, processes)
+    and mark their run folders killed."""
     from testbed.emulation import capability, state
 
     if not capability.is_root():
@@ -464,7 +489,8 @@ def clean(include_running):
     report, skipped = state.clean(include_running)
     for rid, removed in report.items():
         out.print(f"run {rid}: stopped {removed['processes']} processes, removed "
-                  f"{len(removed['links'])} links")
+                  f"{len(removed['links'])} links"
+                  + (f"; {removed['run_dir']} marked killed" if removed.get("killed") else ""))
     for rid in sorted(skipped):
         out.print(f"run {rid}: still running; left alone (use --all to remove it)")
     if not report:

@@ -17,6 +17,7 @@ changes nothing.
 import cmd
 import contextlib
 import json
+import logging
 import os
 import shlex
 import socket
@@ -29,25 +30,40 @@ from testbed.emulation.delay import DelayError
 from testbed.emulation.network import NetworkError
 from testbed.units import UnitError, format_rate, format_time, parse_fraction, parse_rate, parse_time
 
+log = logging.getLogger(__name__)
+
 LINK_USAGE = "link A B [bw RATE] [delay TIME] [jitter TIME] [loss SHARE] [oneway], or link A B down|up"
 HELP = __doc__.split("\n\n")[2].rstrip()
 SOCKET_NAME = "control.sock"
+MAX_LINE_BYTES = 4096
 
 
 class CommandError(ValueError):
     """A command that cannot be carried out; the text says why."""
 
 
-def words_of(line):
-    """Split a command; `bw=5mbit` is the same as `bw 5mbit`."""
+def split_words(line):
+    """Shell-like words of a command line; an unbalanced quote is a CommandError."""
     try:
-        words = shlex.split(line)
+        return shlex.split(line)
     except ValueError as e:
         raise CommandError(f"cannot read the command: {e}") from None
+
+
+def words_of(line):
+    """Split a command; `bw=5mbit` is the same as `bw 5mbit`."""
     out = []
-    for w in words:
+    for w in split_words(line):
         out += w.split("=", 1) if "=" in w else [w]
     return out
+
+
+def failure_line(e):
+    """One line saying why a command failed in a way no check foresaw; the
+    traceback goes to the debug log, the console goes on."""
+    log.debug("a command failed", exc_info=e)
+    first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return f"the command failed: {type(e).__name__}" + (f": {first}" if first else "")
 
 
 def parse_link_change(words, dc_names):
@@ -84,8 +100,9 @@ def parse_link_change(words, dc_names):
     return a, b, both, changes
 
 
-def parse_speed(words, workers_by_dc):
-    """['tokyo-w0', '0.3'] -> (('tokyo-w0',), 0.3); a DC name means all its workers."""
+def parse_speed(words, workers_by_dc, max_speed=dynamics.MAX_SPEED):
+    """['tokyo-w0', '0.3'] -> (('tokyo-w0',), 0.3); a DC name means all its workers.
+    max_speed is 1 when the workers train for real (they can only be slowed down)."""
     if len(words) != 2:
         raise CommandError("usage: speed WORKER|DC FACTOR")
     target, value = words
@@ -100,8 +117,11 @@ def parse_speed(words, workers_by_dc):
         speed = float(value)
     except ValueError:
         raise CommandError(f"{value!r} is not a speed factor like 0.5") from None
-    if not 0 < speed <= 100:
-        raise CommandError("a speed factor is above 0 (1.0 = reference)")
+    if not 0 < speed <= dynamics.MAX_SPEED:
+        raise CommandError(f"a speed factor is above 0 and at most {dynamics.MAX_SPEED:g} "
+                           "(1.0 = reference)")
+    if speed > max_speed:
+        raise CommandError(f"speed {speed:g}: {dynamics.TRAIN_SPEED_LIMIT}")
     return workers, speed
 
 
@@ -140,17 +160,29 @@ class Commands:
         self.dcs = [dc.name for dc in net.spec.datacenters]
         self.workers_by_dc = {dc.name: [f"{dc.name}-w{i}" for i in range(dc.workers)]
                               for dc in net.spec.datacenters}
+        experiment = net.spec.experiment
+        self.max_speed = 1.0 if experiment is not None and experiment.workload == "train" \
+            else dynamics.MAX_SPEED
+        self.horizon = experiment.max_time if experiment is not None else 24 * 3600.0
 
     def names(self):
         return self.dcs + [w for ws in self.workers_by_dc.values() for w in ws]
 
     def execute(self, line, source):
         """Run one command line; returns the text to show.  CommandError for
-        anything wrong, with nothing changed."""
+        anything wrong, with nothing changed; whatever else a command raises
+        is a CommandError too, so no source of commands dies of one."""
         words = words_of(line)
         if not words:
             return ""
-        verb, rest = words[0], words[1:]
+        try:
+            return self._execute(words[0], words[1:], source)
+        except CommandError:
+            raise
+        except Exception as e:  # noqa: BLE001 - one bad command must not end the run's control
+            raise CommandError(failure_line(e)) from None
+
+    def _execute(self, verb, rest, source):
         with self.lock:
             if verb == "link":
                 a, b, both, changes = parse_link_change(rest, self.dcs)
@@ -162,7 +194,7 @@ class Commands:
                     raise CommandError(f"the link was not changed: {e}") from None
                 return self.show_links()
             if verb == "speed":
-                workers, speed = parse_speed(rest, self.workers_by_dc)
+                workers, speed = parse_speed(rest, self.workers_by_dc, self.max_speed)
                 self.set_speed(workers, speed, source)
                 return f"speed {speed:g} for {', '.join(workers)}"
             if verb == "show":
@@ -197,7 +229,11 @@ class Commands:
         schedule = dynamics.Schedule("trace", ("link", a, b, True), tuple(points),
                                      loop=dynamics.trace_period(points) if loop else 0.0)
         now = self.engine.now()
-        self.engine.add(schedule.actions(until=24 * 3600), offset=now)
+        until = max(0.0, self.horizon - now)
+        if schedule.count(until) > dynamics.MAX_ACTIONS:
+            raise CommandError(f"the trace makes {schedule.count(until)} changes in the "
+                               f"{until:.0f}s left; at most {dynamics.MAX_ACTIONS}")
+        self.engine.add(schedule.actions(until=until), offset=now)
         return f"trace {os.path.basename(path)} on {a}-{b} from now ({len(points)} rows" \
                + (", looped)" if loop else ")")
 
@@ -277,14 +313,26 @@ class ControlServer:
             with conn:
                 conn.settimeout(5)
                 try:
-                    line = conn.makefile("r").readline().strip()
-                    try:
-                        reply = {"ok": True, "text": self.commands.execute(line, "inject")}
-                    except CommandError as e:
-                        reply = {"ok": False, "text": str(e)}
-                    conn.sendall((json.dumps(reply) + "\n").encode())
+                    conn.sendall((json.dumps(self.answer(conn)) + "\n").encode())
                 except OSError:
                     pass
+
+    def answer(self, conn):
+        """The reply to the one command line a client sends; never raises
+        but OSError, so the socket outlives any command."""
+        raw = conn.makefile("rb").readline(MAX_LINE_BYTES + 1)
+        try:
+            if len(raw) > MAX_LINE_BYTES:
+                raise CommandError(f"the command is over {MAX_LINE_BYTES} bytes")
+            try:
+                line = raw.decode("utf-8").strip()
+            except UnicodeDecodeError:
+                raise CommandError("the command is not UTF-8 text") from None
+            return {"ok": True, "text": self.commands.execute(line, "inject")}
+        except CommandError as e:
+            return {"ok": False, "text": str(e)}
+        except Exception as e:  # noqa: BLE001 - the socket serves the rest of the run
+            return {"ok": False, "text": failure_line(e)}
 
     def stop(self):
         self._stop.set()

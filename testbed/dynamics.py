@@ -19,17 +19,31 @@ every change is stamped where all changes are.
       - {generator: step, dc: b, from: 1.0, to: 0.5, at: 30s}
 """
 
-import csv
+import logging
+import math
 import os
 import random
+import stat
 import threading
 import time
 from dataclasses import dataclass
 
-from testbed.units import UnitError, parse_fraction, parse_rate, parse_time
+from testbed.units import UnitError, parse_fraction, parse_rate, parse_time, shown
+
+log = logging.getLogger(__name__)
 
 GENERATORS = ("step", "square", "random_walk")
 LINK_SETTINGS = ("bw", "delay", "jitter", "loss")
+# Relative compute speeds: 1.0 is the reference worker.  Synthetic compute
+# sleeps compute_time / speed, so any speed is emulated; real training can
+# only be stretched (slept after), never made faster than this machine.
+MAX_SPEED = 100.0
+TRAIN_SPEED_LIMIT = ("real training cannot run faster than this machine, so a worker's speed "
+                     "can only slow it down: use at most 1 (workload: synthetic emulates "
+                     "faster workers)")
+# One schedule expands into at most this many timed changes over a run.
+MAX_ACTIONS = 100_000
+MAX_TRACE_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -65,6 +79,19 @@ class Schedule:
     points: tuple = ()         # [(t, value dict)] for at/trace; loop repeats them
     loop: float = 0.0
     generator: tuple = ()      # (name, params dict) for generators
+
+    def count(self, until):
+        """How many actions `actions(until)` makes, from arithmetic alone, so
+        a schedule of millions of changes is refused before it is expanded."""
+        if self.kind == "generator":
+            name, params = self.generator
+            if name == "step":
+                return 2
+            spacing = params["period"] / 2 if name == "square" else params["every"]
+            return int(max(0.0, until - params["start"]) / spacing) + 1
+        if self.loop:
+            return len(self.points) * (int(until / self.loop) + 1)
+        return len(self.points)
 
     def actions(self, until):
         if self.kind == "generator":
@@ -135,39 +162,93 @@ class TraceError(ValueError):
 def read_trace(path):
     """CSV rows `time_s,bw[,delay,loss]` -> [(t, {rate, delay, loss})].
     Lines starting with # are comments (a trace says where its shape comes
-    from there); a header row starting with `time` is skipped."""
-    points = []
-    try:
-        with open(path, newline="") as f:
-            rows = [r for r in csv.reader(line for line in f if not line.lstrip().startswith("#"))
-                    if r and any(c.strip() for c in r)]
-    except OSError as e:
-        raise TraceError(f"cannot read trace {path}: {e.strerror}") from None
-    if rows and rows[0][0].strip().lower().startswith("time"):
-        rows = rows[1:]
-    last = -1.0
-    for n, row in enumerate(rows, start=1):
-        where = f"{os.path.basename(path)} row {n}"
+    from there); a header row starting with `time` is skipped.  Errors name
+    the line and column, never what is written there: the path may be any
+    file the user can name, read by root."""
+    name = os.path.basename(path)
+    points, last, first = [], -1.0, True
+    for lineno, line in enumerate(_small_text(path).splitlines(), start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        row = [c.strip() for c in line.split(",")]
+        if first and row[0].lower().startswith("time"):
+            first = False
+            continue
+        first = False
+        where = f"{name} line {lineno}"
         if not 2 <= len(row) <= 4:
             raise TraceError(f"{where}: expected time_s,bw[,delay,loss], got {len(row)} fields")
-        try:
-            t = float(row[0])
-            values = {"rate": parse_rate(row[1].strip())}
-            if len(row) > 2 and row[2].strip():
-                values["delay"] = parse_time(row[2].strip())
-            if len(row) > 3 and row[3].strip():
-                values["loss"] = parse_fraction(row[3].strip())
-        except (ValueError, UnitError) as e:
-            raise TraceError(f"{where}: {e}") from None
+        t, values = _trace_row(row, where)
         if t < 0 or t <= last:
-            raise TraceError(f"{where}: times must start at 0 or later and increase")
-        if values["rate"] <= 0 or not 0 <= values.get("loss", 0) < 1:
-            raise TraceError(f"{where}: bw must be above zero and loss below 100%")
+            raise TraceError(f"{where}, column 1: times must start at 0 or later and increase")
         last = t
         points.append((t, values))
     if not points:
         raise TraceError(f"{path} has no rows")
     return points
+
+
+TRACE_COLUMNS = (("time_s", "a time in seconds like 2.5", float),
+                 ("bw", "a rate like 50mbit", parse_rate),
+                 ("delay", "a time like 40ms", parse_time),
+                 ("loss", "a share like 0.5%", parse_fraction))
+
+
+def _trace_row(row, where):
+    """One row's fields -> (t, {rate, delay, loss}); empty delay and loss are unset."""
+    parsed = []
+    for column, (text, (key, form, parse)) in enumerate(zip(row, TRACE_COLUMNS), start=1):
+        if column > 2 and not text:
+            parsed.append(None)
+            continue
+        try:
+            value = parse(text)
+        except (ValueError, UnitError):
+            value = None
+        if value is None or not math.isfinite(value):
+            raise TraceError(f"{where}, column {column}: {key} is not {form}")
+        parsed.append(value)
+    t, rate = parsed[0], parsed[1]
+    if rate <= 0:
+        raise TraceError(f"{where}, column 2: bw must be above zero")
+    values = {"rate": rate}
+    if len(parsed) > 2 and parsed[2] is not None:
+        values["delay"] = parsed[2]
+    if len(parsed) > 3 and parsed[3] is not None:
+        if not 0 <= parsed[3] < 1:
+            raise TraceError(f"{where}, column 4: loss must be at least 0% and below 100%")
+        values["loss"] = parsed[3]
+    return t, values
+
+
+FILE_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe"),
+              (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _small_text(path):
+    """The text of a regular file of at most MAX_TRACE_BYTES.  The kind of
+    file is checked before opening (a FIFO or a device would block or never
+    end) and again on the open descriptor, in case it was swapped between."""
+    def refuse_unless_regular(mode):
+        if not stat.S_ISREG(mode):
+            kind = next((k for test, k in FILE_KINDS if test(mode)), "not a regular file")
+            raise TraceError(f"trace {path} is {kind}, not a text file")
+    try:
+        refuse_unless_regular(os.stat(path).st_mode)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as f:
+            refuse_unless_regular(os.fstat(f.fileno()).st_mode)
+            data = f.read(MAX_TRACE_BYTES + 1)
+    except OSError as e:
+        raise TraceError(f"cannot read trace {path}: {e.strerror}") from None
+    if len(data) > MAX_TRACE_BYTES:
+        raise TraceError(f"trace {path} is over {MAX_TRACE_BYTES // 1024} KiB; a trace is smaller")
+    if b"\0" in data:
+        raise TraceError(f"trace {path} is not a text file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise TraceError(f"trace {path} is not UTF-8 text") from None
 
 
 def trace_period(points):
@@ -180,54 +261,65 @@ def trace_period(points):
 # ------------------------------------------------------------ parsing
 
 
-def parse(raw, spec_links, workers_by_dc, base_dir, error, check_keys):
+def parse(raw, spec_links, workers_by_dc, base_dir, error, check_keys, max_speed=MAX_SPEED):
     """The dynamics section -> (Schedule, ...).  spec_links: {(a, b)} of WAN
-    links (either order); workers_by_dc: {dc: [worker names]}."""
+    links (either order); workers_by_dc: {dc: [worker names]}; error is the
+    spec's error class (error.at(path, expected) validates one entry);
+    max_speed: 1.0 when the workers train for real."""
     schedules = []
-    all_workers = [w for ws in workers_by_dc.values() for w in ws]
     for i, item in enumerate(raw):
         path = f"dynamics[{i}]"
-        if not isinstance(item, dict):
-            raise error(path, "must be a mapping, e.g. {at: 30s, link: [a, b], bw: 5mbit}")
-        if "generator" in item:
-            kind = "generator"
-        elif ("at" in item) == ("trace" in item):
-            raise error(path, "needs exactly one of at, trace or generator")
-        else:
-            kind = "at" if "at" in item else "trace"
-        target = _target(item, path, spec_links, workers_by_dc, all_workers, error)
-        p = lambda key: f"{path}.{key}"  # noqa: E731
-        value_keys = set(LINK_SETTINGS) | {"up", "down"} if target[0] == "link" else {"speed"}
-        target_keys = {"link", "direction"} if target[0] == "link" else {"worker", "dc"}
-        if kind == "at":
-            check_keys(item, {"at"} | target_keys | value_keys, path)
-            values = _values(item, target, path, error)
-            if not values:
-                raise error(path, "says when but not what: give "
-                            + ("bw, delay, jitter, loss, down or up" if target[0] == "link" else "speed"))
-            schedules.append(Schedule("at", target, ((_time(item["at"], p("at"), error), values),)))
-        elif kind == "trace":
-            check_keys(item, {"trace", "loop", "start"} | target_keys, path)
-            if target[0] != "link":
-                raise error(p("trace"), "a trace drives a link: give link: [a, b]")
-            trace_path = item["trace"] if os.path.isabs(str(item["trace"])) else \
-                os.path.join(base_dir, str(item["trace"]))
-            try:
-                points = read_trace(trace_path)
-            except TraceError as e:
-                raise error(p("trace"), str(e)) from None
-            start = _time(item.get("start", 0), p("start"), error)
-            points = tuple((t + start, v) for t, v in points)
-            loop = item.get("loop", False)
-            period = 0.0
-            if loop is True:
-                period = trace_period([(t - start, v) for t, v in points])
-            elif loop not in (False, None):
-                period = _time(loop, p("loop"), error)
-            schedules.append(Schedule("trace", target, points, loop=period))
-        else:
-            schedules.append(_generator(item, target, path, target_keys, error, check_keys))
+        with error.at(path, "a mapping like {at: 30s, link: [a, b], bw: 5mbit}"):
+            schedules.append(_entry(item, path, spec_links, workers_by_dc, base_dir, error,
+                                    check_keys, max_speed))
     return tuple(schedules)
+
+
+def _entry(item, path, spec_links, workers_by_dc, base_dir, error, check_keys, max_speed):
+    """One entry of the dynamics section -> its Schedule."""
+    all_workers = [w for ws in workers_by_dc.values() for w in ws]
+    if not isinstance(item, dict):
+        raise error(path, "must be a mapping, e.g. {at: 30s, link: [a, b], bw: 5mbit}")
+    if "generator" in item:
+        kind = "generator"
+    elif ("at" in item) == ("trace" in item):
+        raise error(path, "needs exactly one of at, trace or generator")
+    else:
+        kind = "at" if "at" in item else "trace"
+    target = _target(item, path, spec_links, workers_by_dc, all_workers, error)
+    p = lambda key: f"{path}.{key}"  # noqa: E731
+    value_keys = set(LINK_SETTINGS) | {"up", "down"} if target[0] == "link" else {"speed"}
+    target_keys = {"link", "direction"} if target[0] == "link" else {"worker", "dc"}
+    if kind == "at":
+        check_keys(item, {"at"} | target_keys | value_keys, path)
+        values = _values(item, target, path, error, max_speed)
+        if not values:
+            raise error(path, "says when but not what: give "
+                        + ("bw, delay, jitter, loss, down or up" if target[0] == "link" else "speed"))
+        return Schedule("at", target, ((_time(item["at"], p("at"), error), values),))
+    if kind == "trace":
+        check_keys(item, {"trace", "loop", "start"} | target_keys, path)
+        if target[0] != "link":
+            raise error(p("trace"), "a trace drives a link: give link: [a, b]")
+        if not isinstance(item["trace"], str) or not item["trace"]:
+            raise error(p("trace"), f"{shown(item['trace'])} is not a file name")
+        trace_path = os.path.join(base_dir, item["trace"])
+        try:
+            points = read_trace(trace_path)
+        except TraceError as e:
+            raise error(p("trace"), str(e)) from None
+        start = _time(item.get("start", 0), p("start"), error)
+        points = tuple((t + start, v) for t, v in points)
+        loop = item.get("loop", False)
+        period = 0.0
+        if loop is True:
+            period = trace_period([(t - start, v) for t, v in points])
+        elif loop not in (False, None):
+            period = _time(loop, p("loop"), error)
+            if period <= 0:
+                raise error(p("loop"), "must be above zero (or true: the trace's own length)")
+        return Schedule("trace", target, points, loop=period)
+    return _generator(item, target, path, target_keys, error, check_keys, max_speed)
 
 
 def _time(value, path, error):
@@ -243,8 +335,8 @@ def _time(value, path, error):
 def _target(item, path, spec_links, workers_by_dc, all_workers, error):
     if "link" in item:
         link = item["link"]
-        if not isinstance(link, list) or len(link) != 2:
-            raise error(f"{path}.link", f"{link!r} must name two data centers, e.g. [a, b]")
+        if not isinstance(link, list) or len(link) != 2 or not all(isinstance(e, str) for e in link):
+            raise error(f"{path}.link", f"{shown(link)} must name two data centers, e.g. [a, b]")
         a, b = link
         if (a, b) not in spec_links and (b, a) not in spec_links:
             raise error(f"{path}.link", f"there is no WAN link between {a} and {b}")
@@ -253,23 +345,23 @@ def _target(item, path, spec_links, workers_by_dc, all_workers, error):
             raise error(f"{path}.direction", f"{direction!r}: use both or forward (a -> b)")
         return ("link", a, b, direction == "both")
     if "worker" in item:
-        if item["worker"] not in all_workers:
-            raise error(f"{path}.worker", f"unknown worker {item['worker']!r} "
+        if not isinstance(item["worker"], str) or item["worker"] not in all_workers:
+            raise error(f"{path}.worker", f"unknown worker {shown(item['worker'])} "
                                           f"(workers: {', '.join(all_workers)})")
         return ("speed", (item["worker"],))
     if "dc" in item:
-        if item["dc"] not in workers_by_dc:
-            raise error(f"{path}.dc", f"unknown data center {item['dc']!r}")
+        if not isinstance(item["dc"], str) or item["dc"] not in workers_by_dc:
+            raise error(f"{path}.dc", f"unknown data center {shown(item['dc'])}")
         return ("speed", tuple(workers_by_dc[item["dc"]]))
     raise error(path, "says what changes nowhere: give link: [a, b], worker: NAME or dc: NAME")
 
 
-def _values(item, target, path, error):
+def _values(item, target, path, error, max_speed):
     p = lambda key: f"{path}.{key}"  # noqa: E731
     values = {}
     if target[0] == "speed":
         if "speed" in item:
-            values["speed"] = _speed(item["speed"], p("speed"), error)
+            values["speed"] = _speed(item["speed"], p("speed"), error, max_speed)
         return values
     parsers = {"bw": ("rate", parse_rate), "delay": ("delay", parse_time),
                "jitter": ("jitter", parse_time), "loss": ("loss", parse_fraction)}
@@ -290,13 +382,16 @@ def _values(item, target, path, error):
     return values
 
 
-def _speed(value, path, error):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 100:
-        raise error(path, f"{value!r} is not a relative speed (a number above 0, 1.0 = reference)")
+def _speed(value, path, error, max_speed=MAX_SPEED):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MAX_SPEED:
+        raise error(path, f"{shown(value)} is not a relative speed (a number above 0 and at most "
+                          f"{MAX_SPEED:g}, 1.0 = reference)")
+    if value > max_speed:
+        raise error(path, f"{value:g}: {TRAIN_SPEED_LIMIT}")
     return float(value)
 
 
-def _generator(item, target, path, target_keys, error, check_keys):
+def _generator(item, target, path, target_keys, error, check_keys, max_speed):
     p = lambda key: f"{path}.{key}"  # noqa: E731
     name = item["generator"]
     if name not in GENERATORS:
@@ -317,7 +412,7 @@ def _generator(item, target, path, target_keys, error, check_keys):
             if v <= 0:
                 raise error(p(k), "must be above zero")
             return v
-        return _speed(item[k], p(k), error)
+        return _speed(item[k], p(k), error, max_speed)
 
     start = _time(item.get("start", 0), p("start"), error)
     if name == "step":

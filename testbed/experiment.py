@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from agents import models
 from agents.overlay import OVERLAYS
 from agents.sync import SCHEMES
-from testbed.units import UnitError, parse_fraction, parse_size, parse_time
+from testbed.units import UnitError, parse_fraction, parse_size, parse_time, shown
 
 KEYS = {"sync", "overlay", "server_dc", "workload", "model", "dataset", "data_dir", "partition",
         "batch_size", "lr", "momentum", "compute_time", "eval_every", "seed", "stop", "chunk",
+        "overlay_options", "coordination",
         "dead_after", "probe"}
 STOP_KEYS = {"iterations", "time", "accuracy"}
 PROBE_KEYS = {"period", "budget", "train"}
@@ -31,6 +32,8 @@ class ProbeSettings:
 class Experiment:
     sync: str = "ssgd"
     overlay: str = "ps"
+    overlay_options: dict = None  # the overlay's parameters ({} for its defaults)
+    coordination: str = "wan"     # the coordinator's messages: over the WAN, or "management"
     server_dc: str = ""
     workload: str = "train"
     model: str = "mlp"
@@ -51,26 +54,48 @@ class Experiment:
     probe: ProbeSettings = None   # None: no probes
 
 
+def options_of(module, raw, path, error):
+    """An overlay's parameters: known names only, each a number of the kind
+    of its default (a whole number where the default is one)."""
+    if not isinstance(raw, dict):
+        raise error(path, f"must be a mapping of {module.NAME}'s parameters")
+    out = {}
+    for key, value in raw.items():
+        if key not in module.OPTIONS:
+            known = ", ".join(sorted(module.OPTIONS)) or "none"
+            raise error(f"{path}.{key}", f"{module.NAME} has no parameter {key!r} (it has: {known})")
+        whole = isinstance(module.OPTIONS[key], int)
+        low, high = module.RANGES[key]
+        if isinstance(value, bool) or not isinstance(value, int if whole else (int, float)) \
+                or not low <= value <= high:
+            raise error(f"{path}.{key}", f"{value!r} must be a{' whole' if whole else ''} number "
+                                         f"in {low}..{high}")
+        out[key] = value
+    return out
+
+
 def parse(raw, datacenters, error, check_keys):
     """raw: the YAML mapping; datacenters: [DataCenter]; error(path, msg)
-    builds the spec's error; check_keys(mapping, allowed, path) refuses
-    unknown keys.  Returns an Experiment."""
+    builds the spec's error and error.at(path, expected) turns any wrong
+    type met while checking one key into it; check_keys(mapping, allowed,
+    path) refuses unknown keys.  Returns an Experiment."""
     check_keys(raw, KEYS, "experiment")
     p = lambda key: f"experiment.{key}"  # noqa: E731
 
     def choice(key, options, default):
         value = raw.get(key, default)
-        if value not in options:
-            raise error(p(key), f"unknown {key} {value!r}; available: {', '.join(options)}")
+        if not isinstance(value, str) or value not in options:
+            raise error(p(key), f"unknown {key} {shown(value)}; available: {', '.join(options)}")
         return value
 
     def number(key, default, low, high, kind=float):
         value = raw.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or \
-                (kind is int and not isinstance(value, int)) or not low <= value <= high:
-            raise error(p(key), f"{value!r} must be a{'' if kind is float else ' whole'} number "
-                                f"in {low}..{high}")
-        return kind(value)
+        with error.at(p(key), f"a number in {low}..{high}"):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                    (kind is int and not isinstance(value, int)) or not low <= value <= high:
+                raise error(p(key), f"{shown(value)} must be a{'' if kind is float else ' whole'} "
+                                    f"number in {low}..{high}")
+            return kind(value)
 
     def duration(path, value):
         try:
@@ -78,36 +103,46 @@ def parse(raw, datacenters, error, check_keys):
         except UnitError as e:
             raise error(path, str(e)) from None
         if t <= 0:
-            raise error(path, f"{value!r} must be above zero")
+            raise error(path, f"{shown(value)} must be above zero")
         return t
+
+    def text(key):
+        value = raw.get(key, "")
+        if not isinstance(value, str):
+            raise error(p(key), f"{shown(value)} is not a folder name")
+        return value
 
     sync = choice("sync", sorted(SCHEMES), "ssgd")
     overlay = choice("overlay", sorted(OVERLAYS), "ps")
     if overlay not in SCHEMES[sync].OVERLAYS:
         raise error(p("overlay"), f"{sync} runs over {', '.join(SCHEMES[sync].OVERLAYS)}, not {overlay}")
+    overlay_options = options_of(OVERLAYS[overlay], raw.get("overlay_options", {}),
+                                 p("overlay_options"), error)
+    coordination = choice("coordination", ["management", "wan"], "wan")
     workload = choice("workload", ["synthetic", "train"], "train")
+    data_dir = text("data_dir")
     if workload == "train":
         model = choice("model", list(models.TRAINABLE), "mlp")
         dataset = choice("dataset", list(models.DATASETS), "digits")
-        if dataset != "digits" and not raw.get("data_dir"):
+        if dataset != "digits" and not data_dir:
             raise error(p("data_dir"), f"{dataset} is read from a local folder: name it in data_dir")
-        if dataset != "digits" and not os.path.isdir(str(raw["data_dir"])):
-            raise error(p("data_dir"), f"{raw['data_dir']!r} is not a folder (nothing is downloaded: "
+        if dataset != "digits" and not os.path.isdir(data_dir):
+            raise error(p("data_dir"), f"{shown(data_dir)} is not a folder (nothing is downloaded: "
                                        f"put the {dataset} files there)")
     else:
         model = raw.get("model", "resnet18")
-        if not (model in models.SYNTHETIC or models.is_flat(model)):
-            raise error(p("model"), f"unknown model {model!r}; available: "
+        if not isinstance(model, str) or not (model in models.SYNTHETIC or models.is_flat(model)):
+            raise error(p("model"), f"unknown model {shown(model)}; available: "
                                     f"{', '.join(models.SYNTHETIC)}, or flat-N (one tensor of N values)")
         dataset = ""
-    data_dir = str(raw.get("data_dir", ""))
     partition = choice("partition", ["iid", "noniid"], "iid")
 
     with_servers = [d.name for d in datacenters if d.servers > 0]
     server_dc = raw.get("server_dc", with_servers[0] if with_servers else datacenters[0].name)
     names = [d.name for d in datacenters]
-    if server_dc not in names:
-        raise error(p("server_dc"), f"unknown data center {server_dc!r} (data centers: {', '.join(names)})")
+    if not isinstance(server_dc, str) or server_dc not in names:
+        raise error(p("server_dc"), f"unknown data center {shown(server_dc)} "
+                                    f"(data centers: {', '.join(names)})")
     if server_dc not in with_servers:
         raise error(p("server_dc"), f"{server_dc} has no servers: give it servers: 1 in datacenters")
     if not any(d.workers for d in datacenters):
@@ -154,7 +189,9 @@ def parse(raw, datacenters, error, check_keys):
                               train_time=duration(p("probe.train"), settings.get("train", "100ms")))
 
     return Experiment(
-        sync=sync, overlay=overlay, server_dc=server_dc, workload=workload, model=model,
+        sync=sync, overlay=overlay, overlay_options=overlay_options, coordination=coordination,
+        server_dc=server_dc,
+        workload=workload, model=model,
         dataset=dataset, data_dir=data_dir, partition=partition,
         batch_size=number("batch_size", 32, 1, 100_000, int),
         lr=number("lr", 0.1, 0.0, 100.0), momentum=number("momentum", 0.9, 0.0, 0.999),

@@ -7,6 +7,7 @@ import os
 import statistics
 
 from agents.events import read_events
+from testbed import overlay_plot
 from testbed.bound import sync_lower_bound
 from testbed.runfolder import RunFolder
 
@@ -57,6 +58,40 @@ def configured_rates(spec, changes):
     for c in changes:
         rates.setdefault((c["src"], c["dst"]), []).append((c["wall"], c["rate"]))
     return rates
+
+
+def clock_offset(events):
+    """wall - monotonic time, from the agents' events; None without any."""
+    diffs = sorted(e["wall"] - e["t"] for evs in events.values() for e in evs if "wall" in e)
+    return diffs[len(diffs) // 2] if diffs else None
+
+
+def time_weighted_mean(history, start, end):
+    """Mean over [start, end] of a step function [(from time, value)], sorted
+    by time; the first value also holds before its time."""
+    if end <= start:
+        return rate_at(history, start)
+    total = 0.0
+    for i, (t, value) in enumerate(history):
+        lo = start if i == 0 else max(start, t)
+        hi = min(end, history[i + 1][0]) if i + 1 < len(history) else end
+        if hi > lo:
+            total += value * (hi - lo)
+    return total / (end - start)
+
+
+def link_use(own, t0, configured=None):
+    """(mean throughput, mean configured rate) of one direction over the same
+    seconds: the sample intervals that end after t0 (while the agents
+    ran).  own: its samples, sorted by time; configured: its rate history
+    [(monotonic time, bit/s)], else the rates the samples report."""
+    pairs = [(a, b) for a, b in zip(own, own[1:]) if b["t"] > a["t"] and (t0 is None or b["t"] >= t0)]
+    if not pairs:
+        return 0.0, None
+    start, end = pairs[0][0]["t"], pairs[-1][1]["t"]
+    moved = pairs[-1][1]["bytes"] - pairs[0][0]["bytes"]
+    history = configured or [(s["t"], s["rate"]) for s in own]
+    return moved * 8 / (end - start), time_weighted_mean(history, start, end)
 
 
 def rate_at(history, wall):
@@ -138,13 +173,22 @@ def summarize(folder):
     breakdown = {k: mean(k) for k in ("compute", "comm", "wait")}
     iteration_time = (breakdown["compute"] + mean("sync")) if iters else None
     wan = {}
+    offset = clock_offset(events)
+    rate_history = configured_rates(spec, changes)
     for (src, dst), rows in link_series(samples).items():
         rows = [r for r in rows if t0 is None or r[0] >= t0]  # while the agents ran
-        own = [s for s in samples if (s["src"], s["dst"]) == (src, dst)]
+        own = sorted((s for s in samples if (s["src"], s["dst"]) == (src, dst)), key=lambda s: s["t"])
+        history = rate_history.get((src, dst)) if offset is not None else None
+        # The configured rate averaged over the seconds the throughput is, not
+        # the last one set: a link at 50 Mbit/s for half the run and 5 for the
+        # other half is compared with 27.5.
+        mean_throughput, configured_mean = link_use(
+            own, t0, [(w - offset, r) for w, r in history] if history else None)
         wan[f"{src}->{dst}"] = {
             "bytes": own[-1]["bytes"] - own[0]["bytes"] if own else 0,
             "configured_rate_final": own[-1]["rate"] if own else None,
-            "mean_throughput": statistics.fmean(r[2] for r in rows) if rows else 0.0,
+            "configured_rate_mean": configured_mean,
+            "mean_throughput": mean_throughput,
             "peak_throughput": max((r[2] for r in rows), default=0.0)}
     sync = sync_time(iters)
     model_bytes = next((e["params"] * 4 for evs in events.values() for e in evs
@@ -155,9 +199,11 @@ def summarize(folder):
     summary = {
         "name": spec.get("name"),
         "status": status.get("status"), "reason": status.get("reason"),
+        "stopped_by": status.get("stopped_by"), "target_reached": status.get("target_reached"),
         "sync": exp.get("sync"), "overlay": exp.get("overlay"), "workload": exp.get("workload"),
         "model": exp.get("model"),
-        "workers": len(per_worker),
+        # Workers the run had, whether or not any iteration finished.
+        "workers": sum(dc.get("workers", 0) for dc in spec.get("datacenters", [])) or len(per_worker),
         "iterations": min(per_worker.values()) if per_worker else 0,
         "wall_time": (last - t0) if t0 is not None else 0.0,
         "iteration_time": iteration_time,
@@ -244,6 +290,9 @@ def plot(folder):
         axes[0, 0].legend(fontsize=8)
         axes[-1, 0].set_xlabel("time since the agents started (s)")
         written.append(_save(fig, folder.file(PLOTS[2])))
+    dc_of = {e["agent"]: e["dc"] for evs in events.values() for e in evs
+             if e["ev"] == "start" and e.get("role") in ("server", "worker")}
+    written += overlay_plot.draw(folder.file("overlay.png"), events, dc_of)
     return written
 
 
@@ -261,7 +310,7 @@ def report(path):
     return summary, plot(folder)
 
 
-COMPARE_COLUMNS = ("run", "status", "sync", "overlay", "iterations", "wall_time", "iteration_time",
+COMPARE_COLUMNS = ("run", "status", "stopped_by", "sync", "overlay", "iterations", "wall_time", "iteration_time",
                    "sync_time", "sync_over_bound", "final_accuracy", "target_accuracy", "time_to_target")
 
 

@@ -31,10 +31,21 @@ def recipes(root=RESULTS):
 
 
 def recipe_path(recipe_id, root=RESULTS):
-    path = os.path.join(root, recipe_id, "recipe.yaml")
+    """results/<ID>/recipe.yaml.  Reproducing runs the recipe's plot.py, so
+    the ID must name a folder directly inside results/: a path, `..` or a
+    symbolic link that leads elsewhere is refused."""
+    def known():
+        return ", ".join(i for i, _ in recipes(root)) or "none"
+    if recipe_id in ("", ".", "..") or "/" in recipe_id or "\0" in recipe_id:
+        raise RecipeError(f"{recipe_id!r} is not a recipe ID: name a folder of results/ "
+                          f"(recipes: {known()})")
+    folder = os.path.realpath(os.path.join(root, recipe_id))
+    if os.path.dirname(folder) != os.path.realpath(root):
+        raise RecipeError(f"results/{recipe_id} leads outside results/; only recipes kept "
+                          "there are run")
+    path = os.path.join(folder, "recipe.yaml")
     if not os.path.isfile(path):
-        known = ", ".join(i for i, _ in recipes(root)) or "none"
-        raise RecipeError(f"no recipe {recipe_id!r} (recipes: {known})")
+        raise RecipeError(f"no recipe {recipe_id!r} (recipes: {known()})")
     return path
 
 
@@ -53,8 +64,10 @@ def rows_of(record):
 
 
 def draw(recipe, rows, out_dir):
-    spec = importlib.util.spec_from_file_location(f"recipe_{recipe.id.replace('-', '_')}",
-                                                  os.path.join(recipe.folder, "plot.py"))
+    plot = os.path.join(recipe.folder, "plot.py")
+    if os.path.dirname(os.path.realpath(plot)) != os.path.realpath(recipe.folder):
+        raise RecipeError(f"{plot} leads outside its recipe's folder; it is not run")
+    spec = importlib.util.spec_from_file_location(f"recipe_{recipe.id.replace('-', '_')}", plot)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     os.makedirs(out_dir, exist_ok=True)

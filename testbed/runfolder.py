@@ -4,7 +4,8 @@
       topo.yaml          the file as it was run
       spec.json          the resolved spec (units as numbers)
       env.json           facts about the machine and the emulation
-      status.json        running | completed | failed, and why
+      status.json        running | completed | failed | killed, why, and when
+      control.sock       the control socket, while the run lives
       agents/NAME.json   each agent's config; NAME.jsonl its events; NAME.log its output
       links.jsonl        every live change of a WAN link
       link_samples.jsonl each WAN direction's configured rate and bytes sent, every second
@@ -14,7 +15,10 @@
 import dataclasses
 import json
 import os
+import stat
 import time
+
+CONTROL_SOCKET = "control.sock"
 
 
 class RunFolder:
@@ -60,11 +64,30 @@ class RunFolder:
         except (OSError, ValueError):
             return default
 
-    def set_status(self, status, reason=""):
-        self.write_json("status.json", {"status": status, "reason": reason, "wall": time.time()})
+    def set_status(self, status, reason="", **facts):
+        """facts: more about how the run ended (stopped_by, target_reached)."""
+        self.write_json("status.json", {"status": status, "reason": reason, **facts,
+                                        "wall": time.time()})
 
     def agent_names(self):
         return sorted(f[:-5] for f in os.listdir(self.agents) if f.endswith(".json"))
+
+
+def close_killed(path, reason):
+    """Close the folder of a run whose runner was killed: remove its control
+    socket, and turn a status that still says running into killed (a status
+    the runner wrote itself is kept).  Returns True if the status changed."""
+    sock = os.path.join(path, CONTROL_SOCKET)
+    try:
+        if stat.S_ISSOCK(os.lstat(sock).st_mode):
+            os.unlink(sock)
+    except OSError:
+        pass
+    folder = RunFolder(path)
+    if (folder.read_json("status.json") or {}).get("status") != "running":
+        return False
+    folder.set_status("killed", reason)
+    return True
 
 
 def is_run_folder(path):

@@ -18,8 +18,9 @@ import time
 from dataclasses import dataclass
 
 from agents.config import AgentConfig, Peer, Transport, Workload
-from agents.events import EventTail
-from testbed import control, dynamics, report
+from agents.events import EventTail, read_events
+from agents.overlay.layout import Layout
+from testbed import control, dynamics, report, runend
 from testbed.emulation import capability, network
 from testbed.emulation.plan import shortest_next_hops
 from testbed.linksampler import LinkSampler
@@ -29,6 +30,7 @@ from testbed.shield import signals_deferred
 log = logging.getLogger(__name__)
 AGENT_PORT = 7000
 PROBE_PORT = 7100          # UDP trains and echoes; PUB on the next port
+COORDINATOR_PORT = 7200
 POLL = 0.2
 SERVER_GRACE = 10.0      # after the workers finish, servers get this long to exit
 
@@ -50,13 +52,15 @@ class Outcome:
     status: str            # completed | failed
     reason: str
     folder: RunFolder
+    stopped_by: str = None       # target_accuracy | iterations | time | agent-failure | interrupted | error
+    target_reached: bool = None  # None when the experiment has no target accuracy
 
 
 def agent_configs(spec, net, folder):
     """One AgentConfig per server and worker of the experiment."""
     exp = spec.experiment
-    servers = [Peer(h.name, h.ip, AGENT_PORT, h.dc) for h in net.plan.hosts
-               if h.role == "server" and h.dc == exp.server_dc]
+    # Every DC's servers: overlays that aggregate in the WAN use them as relays.
+    servers = [Peer(h.name, h.ip, AGENT_PORT, h.dc) for h in net.plan.hosts if h.role == "server"]
     workers = [Peer(h.name, h.ip, AGENT_PORT, h.dc) for h in net.plan.hosts if h.role == "worker"]
     workload = Workload(kind=exp.workload, model=exp.model, dataset=exp.dataset,
                         data_dir=exp.data_dir, partition=exp.partition, batch_size=exp.batch_size,
@@ -68,6 +72,12 @@ def agent_configs(spec, net, folder):
     for dc in spec.datacenters:
         for i, s in enumerate(dc.compute):
             speeds[f"{dc.name}-w{i}"] = s
+    # On the server DC's router: over the WAN like everything else, or, when
+    # asked, from its address on the unshaped management network.
+    coordinator_ip = (net.plan.management.port(exp.server_dc).ip if net.plan.management
+                      else net.plan.router(exp.server_dc).ip)
+    coordinator = Peer(f"{exp.server_dc}-c", coordinator_ip, COORDINATOR_PORT, exp.server_dc)
+    layout = overlay_layout(spec, servers, workers).to_dict()
     configs = []
     for role, peers in (("server", servers), ("worker", workers)):
         for rank, p in enumerate(peers):
@@ -77,7 +87,14 @@ def agent_configs(spec, net, folder):
                 servers=servers, workers=workers, rank=rank, speed=speeds.get(p.name, 1.0),
                 max_iterations=exp.max_iterations, target_accuracy=exp.target_accuracy,
                 workload=workload, transport=transport,
-                speed_file=folder.agent_file(p.name, "speed") if role == "worker" else ""))
+                speed_file=folder.agent_file(p.name, "speed") if role == "worker" else "",
+                layout=layout, coordinator=coordinator))
+    configs.append(AgentConfig(
+        name=coordinator.name, role="coordinator", dc=coordinator.dc, host=coordinator.host,
+        port=coordinator.port, events=folder.agent_file(coordinator.name, "jsonl"),
+        sync=exp.sync, overlay=exp.overlay, servers=servers, workers=workers, layout=layout,
+        transport=transport, probes=probes, coordinator=coordinator,
+        coordination={"probe_pub_port": PROBE_PORT + 1}))
     if exp.probe:
         settings = probe_settings(spec, configs)
         agents = list(configs)
@@ -89,6 +106,16 @@ def agent_configs(spec, net, folder):
                 events=folder.agent_file(p.name, "jsonl"), rank=rank, probes=probes,
                 probe={**settings, "passive_events": own}))
     return configs
+
+
+def overlay_layout(spec, servers, workers):
+    """What the overlay plans from; the agents fill in the model's size."""
+    exp = spec.experiment
+    links = [[w.a, w.b, w.ab.rate, w.ba.rate, w.ab.delay, w.ba.delay] for w in spec.wan]
+    return Layout(size=0, workers=[[p.name, p.dc] for p in workers],
+                  servers=[[p.name, p.dc] for p in servers], server_dc=exp.server_dc,
+                  dcs=[d.name for d in spec.datacenters], links=links,
+                  options=dict(exp.overlay_options or {}))
 
 
 def probe_peers(spec, net):
@@ -136,8 +163,8 @@ def launch(net, configs, folder):
         path = folder.agent_file(cfg.name, "json")
         cfg.save(path)
         log_path = folder.agent_file(cfg.name, "log")
-        # A probe runs on its DC's router; every other agent on its own host.
-        host = f"{cfg.dc}-r" if cfg.role == "probe" else cfg.name
+        # A probe or the coordinator runs on its DC's router; every other agent on its own host.
+        host = f"{cfg.dc}-r" if cfg.role in ("probe", "coordinator") else cfg.name
         with open(log_path, "wb") as log:
             proc = net.node(host).popen(
                 [sys.executable, "-m", "agents", cfg.role, "--config", path],
@@ -178,17 +205,25 @@ def stop_agents(agents, grace=3.0):
 
 
 class Progress:
-    """The numbers the live progress line shows, fed from events and samples."""
+    """The numbers the live progress line shows, fed from events and samples.
+
+    An iteration can take minutes on a slow WAN, so the line also shows the
+    bytes the WAN moved since the last iteration ended: the link rates
+    integrated over the time between lines."""
 
     def __init__(self):
         self.iteration = 0
         self.loss = None
         self.accuracy = None
         self.sync = None
+        self.moved = 0.0               # WAN bytes since the last iteration ended
+        self._shown_at = None
 
     def take(self, events):
         for e in events:
             if e["ev"] == "iter":
+                if e["it"] + 1 > self.iteration:
+                    self.moved = 0.0
                 self.iteration = max(self.iteration, e["it"] + 1)
                 self.sync = e["sync"]
                 if e.get("loss") is not None:
@@ -197,7 +232,10 @@ class Progress:
                 self.accuracy = e["accuracy"]
 
     def line(self, elapsed, throughput):
-        parts = [f"{elapsed:6.1f}s", f"iter {self.iteration}"]
+        if self._shown_at is not None:
+            self.moved += sum(throughput.values()) / 8 * max(0.0, elapsed - self._shown_at)
+        self._shown_at = elapsed
+        parts = [f"{elapsed:6.1f}s", f"iter {self.iteration}, {self.moved / 1e6:.1f} MB moved"]
         if self.loss is not None:
             parts.append(f"loss {self.loss:.3f}")
         if self.accuracy is not None:
@@ -212,7 +250,7 @@ class Progress:
 
 def watch(agents, exp, folder, sampler, show):
     """Until the workers finish, an agent dies or time runs out.
-    Returns (status, reason)."""
+    Returns what ended it (a runend constant) and, for a failure, why."""
     started = time.monotonic()
     first_worker = next(a for a in agents if a.role == "worker")
     tail = EventTail(folder.agent_file(first_worker.name, "jsonl"))
@@ -224,7 +262,7 @@ def watch(agents, exp, folder, sampler, show):
             if code not in (None, 0):
                 tail_lines = log_tail(a.log_path)
                 reason = f"agent {a.name} {describe_exit(code)}"
-                return "failed", reason + ("; its log ends:\n  " + "\n  ".join(tail_lines)
+                return runend.AGENT_FAILURE, reason + ("; its log ends:\n  " + "\n  ".join(tail_lines)
                                            if tail_lines else "")
         workers = [a for a in agents if a.role == "worker"]
         if all(a.proc.poll() == 0 for a in workers):
@@ -235,11 +273,12 @@ def watch(agents, exp, folder, sampler, show):
             for a in servers:
                 code = a.proc.poll()
                 if code not in (None, 0):
-                    return "failed", f"agent {a.name} {describe_exit(code)} after the workers finished"
-            return "completed", "workers finished"
+                    return (runend.AGENT_FAILURE,
+                            f"agent {a.name} {describe_exit(code)} after the workers finished")
+            return runend.WORKERS_FINISHED, ""
         elapsed = time.monotonic() - started
         if elapsed > exp.max_time:
-            return "completed", f"time limit of {exp.max_time:g}s reached"
+            return runend.TIME, ""
         progress.take(tail.read())
         if time.monotonic() - last_show >= 0.5:
             show(progress.line(elapsed, sampler.latest))
@@ -266,6 +305,31 @@ class SpeedSetter:
                                 "workers": list(workers), "speed": speed, "source": source}) + "\n")
 
 
+def training_progress(folder):
+    """(every test accuracy the workers logged, iterations the furthest
+    worker finished), from the run folder's events."""
+    accuracies, iterations = [], 0
+    if not os.path.isdir(folder.agents):
+        return accuracies, iterations
+    for name in sorted(os.listdir(folder.agents)):
+        if not name.endswith(".jsonl"):
+            continue
+        events = read_events(os.path.join(folder.agents, name))
+        worker = any(e["ev"] == "start" and e.get("role") == "worker" for e in events)
+        for e in events:
+            if e["ev"] == "eval":
+                accuracies.append(e["accuracy"])
+            elif e["ev"] == "iter" and worker:
+                iterations = max(iterations, e["it"] + 1)
+    return accuracies, iterations
+
+
+def conclude(seen, detail, exp, folder):
+    accuracies, iterations = training_progress(folder)
+    return runend.conclude(seen, detail, accuracies, exp.target_accuracy, iterations,
+                           exp.max_iterations, exp.max_time)
+
+
 def run(spec, runs_root, delay_backend="auto", show=print, say=print, on_folder=lambda folder: None,
         console=None):
     """Run the experiment of a Spec.  Returns an Outcome; the run folder is
@@ -279,10 +343,11 @@ def run(spec, runs_root, delay_backend="auto", show=print, say=print, on_folder=
         source_text = f.read()
     folder = RunFolder.create(runs_root, spec, source_text)
     on_folder(folder)
-    status, reason = "failed", "the run did not start"
+    seen, detail = runend.ERROR, "the run did not start"
     agents, sampler, net, engine, server = [], None, None, None, None
     try:
-        net = network.build(spec, delay_backend=delay_backend, link_log=folder.links)
+        net = network.build(spec, delay_backend=delay_backend, link_log=folder.links,
+                            run_dir=folder.path)
         folder.write_json("env.json", environment(net))
         say(f"network up (run {net.state.run_id}); delay by {net.backend.name}: "
             f"{net.backend.description}")
@@ -299,11 +364,11 @@ def run(spec, runs_root, delay_backend="auto", show=print, say=print, on_folder=
         engine.run(spec.dynamics, horizon=spec.experiment.max_time)
         if console:
             console(commands)
-        status, reason = watch(agents, spec.experiment, folder, sampler, show)
+        seen, detail = watch(agents, spec.experiment, folder, sampler, show)
     except KeyboardInterrupt:
-        status, reason = "failed", "interrupted by the user"
+        seen, detail = runend.INTERRUPTED, "interrupted by the user"
     except BaseException as e:
-        status, reason = "failed", f"{type(e).__name__}: {e}"
+        seen, detail = runend.ERROR, f"{type(e).__name__}: {e}"
         raise
     finally:
         with signals_deferred():
@@ -315,9 +380,11 @@ def run(spec, runs_root, delay_backend="auto", show=print, say=print, on_folder=
                 sampler.stop()
             if net is not None:
                 net.stop()
-            folder.set_status(status, reason)
+            end = conclude(seen, detail, spec.experiment, folder)
+            folder.set_status(end.status, end.reason, stopped_by=end.stopped_by,
+                              target_reached=end.target_reached)
             try:
                 report.report(folder.path)
             except Exception:  # noqa: BLE001 - never hide why the run ended
                 log.exception("the report of %s failed", folder.path)
-    return Outcome(status, reason, folder)
+    return Outcome(end.status, end.reason, folder, end.stopped_by, end.target_reached)

@@ -6,7 +6,9 @@ text names the YAML path (``wan[2].bw: '50 mbps' is not a rate like 50mbit``);
 nothing outside this module is touched before the Spec is whole.
 """
 
+import contextlib
 import difflib
+import logging
 import math
 import os
 import re
@@ -17,7 +19,9 @@ import yaml
 from testbed import dynamics as dynamics_section
 from testbed import experiment as experiment_section
 from testbed import presets
-from testbed.units import UnitError, parse_fraction, parse_rate, parse_size, parse_time
+from testbed.units import UnitError, parse_fraction, parse_rate, parse_size, parse_time, shown
+
+log = logging.getLogger(__name__)
 
 NAME_RE = re.compile(r"[a-z][a-z0-9-]{0,14}")
 MAX_FILE_BYTES = 1 << 20
@@ -25,10 +29,13 @@ MAX_FILE_BYTES = 1 << 20
 # many times over, so it blows past this long before memory does.
 MAX_NODES = 100_000
 MAX_DCS = 32
+MAX_SPEED = dynamics_section.MAX_SPEED
+TRAIN_SPEED_LIMIT = dynamics_section.TRAIN_SPEED_LIMIT
 MAX_HOSTS_PER_DC = 32
 DEFAULT_PRESET_BW_SCALE = 0.05
 FRAME_BYTES = 1514
 MIN_QUEUE_PACKETS = 32
+MAX_QUEUE_BYTES = 1 << 30
 # Spellings people reach for, mapped to the key this file uses.
 SYNONYMS = {"rate": "bw", "bandwidth": "bw", "latency": "delay", "links": "wan",
             "dcs": "datacenters", "nodes": "datacenters", "hosts": "workers",
@@ -42,6 +49,21 @@ class SpecError(ValueError):
         self.path = path
         self.message = message
         super().__init__(f"{path}: {message}" if path else message)
+
+    @classmethod
+    @contextlib.contextmanager
+    def at(cls, path, expected):
+        """Validate one YAML subtree: whatever a check did not foresee (a list
+        where a name belongs, a mapping where a number belongs) surfaces as a
+        TypeError or the like; it becomes one error naming this path, so no
+        wrong type anywhere in the file ends in a traceback."""
+        try:
+            yield
+        except SpecError:
+            raise
+        except (TypeError, AttributeError, KeyError, IndexError, ValueError, ArithmeticError) as e:
+            log.debug("unforeseen value at %s", path or "the top level", exc_info=e)
+            raise cls(path, f"a value of the wrong type: expected {expected}") from None
 
 
 @dataclass(frozen=True)
@@ -146,11 +168,13 @@ class Spec:
 def load(path):
     """Read and validate a topo.yaml file; raises SpecError."""
     try:
-        size = os.path.getsize(path)
-        if size > MAX_FILE_BYTES:
-            raise SpecError("", f"{path} is {size} bytes; a topology file is at most {MAX_FILE_BYTES}")
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        # Read at most one byte past the cap, so /dev/zero or an endless pipe
+        # is refused instead of read forever.
+        with open(path, "rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            raise SpecError("", f"{path} is over {MAX_FILE_BYTES} bytes; a topology file is smaller")
+        text = data.decode("utf-8")
     except FileNotFoundError:
         raise SpecError("", f"{path}: no such file") from None
     except IsADirectoryError:
@@ -171,7 +195,11 @@ class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
         seen = set()
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=deep)
-            if isinstance(key, (str, int, float, bool)) and key in seen:
+            if not isinstance(key, (str, int, float, bool)) and key is not None:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"a key must be a plain word, not a {type(key).__name__}",
+                    key_node.start_mark)
+            if key in seen:
                 raise yaml.constructor.ConstructorError(
                     None, None, f"duplicate key {key!r}", key_node.start_mark)
             seen.add(key)
@@ -193,7 +221,8 @@ def loads(text, source="", default_name="topo"):
     _check_size(doc)
     if not isinstance(doc, dict):
         raise SpecError("", "the file must be a mapping with at least 'datacenters' and 'wan'")
-    return _build(doc, source, default_name)
+    with SpecError.at("", "the layout of topologies/quickstart.yaml"):
+        return _build(doc, source, default_name)
 
 
 def _check_size(doc):
@@ -246,7 +275,7 @@ def _list(value, path, what):
 
 def _name(value, path):
     if not isinstance(value, str) or not NAME_RE.fullmatch(value):
-        raise SpecError(path, f"{value!r} is not a valid name: use 1-15 characters "
+        raise SpecError(path, f"{shown(value)} is not a valid name: use 1-15 characters "
                               "of a-z, 0-9 and '-', starting with a letter")
     return value
 
@@ -298,7 +327,8 @@ def _build(doc, source, default_name):
     dcs = _datacenters(doc["datacenters"])
     if "wan" not in doc:
         raise SpecError("wan", "missing: list the WAN links between data centers")
-    lan = _lan(doc.get("lan", {}))
+    with SpecError.at("lan", "a mapping of bw, delay"):
+        lan = _lan(doc.get("lan", {}))
     scale = doc.get("preset_bw_scale", DEFAULT_PRESET_BW_SCALE)
     if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale <= 1:
         raise SpecError("preset_bw_scale", f"{scale!r} must be a number in (0, 1]")
@@ -306,13 +336,27 @@ def _build(doc, source, default_name):
     _check_connected(dcs, wan)
     experiment = None
     if "experiment" in doc:
-        _mapping(doc["experiment"], "experiment", "sync, overlay, workload, stop, ...")
-        experiment = experiment_section.parse(doc["experiment"], dcs, SpecError, _check_keys)
-    dynamics = _list(doc.get("dynamics", []), "dynamics", "timed link and speed changes")
-    dynamics = dynamics_section.parse(
-        dynamics, {(link.a, link.b) for link in wan},
-        {d.name: [h for h in d.hosts if h.rsplit("-", 1)[1].startswith("w")] for d in dcs},
-        os.path.dirname(source) if source else os.getcwd(), SpecError, _check_keys)
+        with SpecError.at("experiment", "a mapping of sync, overlay, workload, stop, ..."):
+            _mapping(doc["experiment"], "experiment", "sync, overlay, workload, stop, ...")
+            experiment = experiment_section.parse(doc["experiment"], dcs, SpecError, _check_keys)
+    max_speed = MAX_SPEED
+    if experiment is not None and experiment.workload == "train":
+        max_speed = 1.0
+        _check_train_speeds(doc["datacenters"], dcs)
+    with SpecError.at("dynamics", "a list of timed changes"):
+        dynamics = _list(doc.get("dynamics", []), "dynamics", "timed link and speed changes")
+        dynamics = dynamics_section.parse(
+            dynamics, {(link.a, link.b) for link in wan},
+            {d.name: [h for h in d.hosts if h.rsplit("-", 1)[1].startswith("w")] for d in dcs},
+            os.path.dirname(source) if source else os.getcwd(), SpecError, _check_keys,
+            max_speed=max_speed)
+    if experiment is not None:
+        for i, schedule in enumerate(dynamics):
+            n = schedule.count(experiment.max_time)
+            if n > dynamics_section.MAX_ACTIONS:
+                raise SpecError(_path("dynamics", i), f"makes {n} changes in the run's "
+                                f"{experiment.max_time:g}s; at most {dynamics_section.MAX_ACTIONS}: "
+                                "space them further apart")
     return Spec(name=name, datacenters=tuple(dcs), wan=tuple(wan), lan=lan,
                 experiment=experiment,
                 dynamics=dynamics, source=source)
@@ -327,23 +371,29 @@ def _datacenters(value):
     dcs, seen = [], {}
     for i, item in enumerate(items):
         path = _path("datacenters", i)
-        _mapping(item, path, "name, workers, servers, compute")
-        _check_keys(item, {"name", "workers", "servers", "compute"}, path)
-        if "name" not in item:
-            raise SpecError(_path(path, "name"), "missing")
-        name = _name(item["name"], _path(path, "name"))
-        if name in seen:
-            raise SpecError(_path(path, "name"), f"'{name}' is already datacenters[{seen[name]}]")
-        seen[name] = i
-        workers = _int(item.get("workers", 0), _path(path, "workers"), 0, MAX_HOSTS_PER_DC)
-        servers = _int(item.get("servers", 0), _path(path, "servers"), 0, MAX_HOSTS_PER_DC)
-        if workers + servers > MAX_HOSTS_PER_DC:
-            raise SpecError(path, f"{workers + servers} hosts; at most {MAX_HOSTS_PER_DC} per data center")
-        compute = _compute(item.get("compute", 1.0), _path(path, "compute"), workers)
-        dcs.append(DataCenter(name=name, workers=workers, servers=servers, compute=compute))
+        with SpecError.at(path, "a mapping of name, workers, servers, compute"):
+            dcs.append(_datacenter(item, path, i, seen))
     if len(dcs) < 2:
         raise SpecError("datacenters", "a WAN needs at least two data centers")
     return dcs
+
+
+def _datacenter(item, path, i, seen):
+    """One entry of datacenters; `seen` maps names to their index so far."""
+    _mapping(item, path, "name, workers, servers, compute")
+    _check_keys(item, {"name", "workers", "servers", "compute"}, path)
+    if "name" not in item:
+        raise SpecError(_path(path, "name"), "missing")
+    name = _name(item["name"], _path(path, "name"))
+    if name in seen:
+        raise SpecError(_path(path, "name"), f"'{name}' is already datacenters[{seen[name]}]")
+    seen[name] = i
+    workers = _int(item.get("workers", 0), _path(path, "workers"), 0, MAX_HOSTS_PER_DC)
+    servers = _int(item.get("servers", 0), _path(path, "servers"), 0, MAX_HOSTS_PER_DC)
+    if workers + servers > MAX_HOSTS_PER_DC:
+        raise SpecError(path, f"{workers + servers} hosts; at most {MAX_HOSTS_PER_DC} per data center")
+    compute = _compute(item.get("compute", 1.0), _path(path, "compute"), workers)
+    return DataCenter(name=name, workers=workers, servers=servers, compute=compute)
 
 
 def _compute(value, path, workers):
@@ -352,9 +402,22 @@ def _compute(value, path, workers):
         raise SpecError(path, f"has {len(value)} speeds for {workers} workers")
     for i, v in enumerate(values):
         p = _path(path, i) if isinstance(value, list) else path
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 100:
-            raise SpecError(p, f"{v!r} is not a relative speed (a number above 0, 1.0 = reference)")
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= MAX_SPEED:
+            raise SpecError(p, f"{v!r} is not a relative speed (a number above 0 and at most "
+                               f"{MAX_SPEED:g}, 1.0 = reference)")
     return tuple(float(v) for v in values)
+
+
+def _check_train_speeds(raw, dcs):
+    """Real training runs as fast as this machine allows; the worker can only
+    stretch it, so a speed above 1 would be accepted and then ignored."""
+    for i, (item, dc) in enumerate(zip(raw, dcs)):
+        for j, speed in enumerate(dc.compute):
+            if speed > 1.0:
+                where = _path(_path("datacenters", i), "compute")
+                if isinstance(item.get("compute"), list):
+                    where = _path(where, j)
+                raise SpecError(where, f"{speed:g}: {TRAIN_SPEED_LIMIT}")
 
 
 def _lan(value):
@@ -373,34 +436,43 @@ def _wan(value, dc_names, scale):
     links, seen = [], {}
     for i, item in enumerate(items):
         path = _path("wan", i)
-        _mapping(item, path, "between, bw, delay, ...")
-        _check_keys(item, LINK_KEYS | {"between", "preset", "forward", "reverse"}, path)
-        base = {}
-        preset_name = ""
-        if "preset" in item:
-            preset_name = item["preset"]
-            try:
-                ra, rb, rtt, rate = presets.lookup(str(preset_name))
-            except presets.PresetError as e:
-                raise SpecError(_path(path, "preset"), str(e)) from None
-            base = {"between": [ra.lower(), rb.lower()], "delay": rtt / 2, "bw": rate * scale}
-        a, b = _between(item.get("between", base.get("between")), _path(path, "between"), dc_names)
-        key = frozenset((a, b))
-        if key in seen:
-            raise SpecError(_path(path, "between"), f"{a} and {b} are already joined by wan[{seen[key]}]")
-        seen[key] = i
-        common = {k: item[k] for k in LINK_KEYS if k in item}
-        for direction in ("forward", "reverse"):
-            if direction in item:
-                dpath = _path(path, direction)
-                _mapping(item[direction], dpath, "bw, delay, jitter, loss, queue")
-                _check_keys(item[direction], LINK_KEYS, dpath)
-        ab = _direction(base, common, item.get("forward", {}), path, "forward")
-        ba = _direction(base, common, item.get("reverse", {}), path, "reverse")
-        links.append(WanLink(a=a, b=b, ab=ab, ba=ba, preset=str(preset_name)))
+        with SpecError.at(path, "a mapping of between, bw, delay, ..."):
+            links.append(_link(item, path, i, seen, dc_names, scale))
     if not links:
         raise SpecError("wan", "is empty: join the data centers with at least one link")
     return links
+
+
+def _link(item, path, i, seen, dc_names, scale):
+    """One entry of wan; `seen` maps the pairs joined so far to their index."""
+    _mapping(item, path, "between, bw, delay, ...")
+    _check_keys(item, LINK_KEYS | {"between", "preset", "forward", "reverse"}, path)
+    base = {}
+    preset_name = ""
+    if "preset" in item:
+        preset_name = item["preset"]
+        if not isinstance(preset_name, str):
+            raise SpecError(_path(path, "preset"), f"{preset_name!r} is not a preset like "
+                                                   "aws/Virginia-Frankfurt")
+        try:
+            ra, rb, rtt, rate = presets.lookup(str(preset_name))
+        except presets.PresetError as e:
+            raise SpecError(_path(path, "preset"), str(e)) from None
+        base = {"between": [ra.lower(), rb.lower()], "delay": rtt / 2, "bw": rate * scale}
+    a, b = _between(item.get("between", base.get("between")), _path(path, "between"), dc_names)
+    key = frozenset((a, b))
+    if key in seen:
+        raise SpecError(_path(path, "between"), f"{a} and {b} are already joined by wan[{seen[key]}]")
+    seen[key] = i
+    common = {k: item[k] for k in LINK_KEYS if k in item}
+    for direction in ("forward", "reverse"):
+        if direction in item:
+            dpath = _path(path, direction)
+            _mapping(item[direction], dpath, "bw, delay, jitter, loss, queue")
+            _check_keys(item[direction], LINK_KEYS, dpath)
+    ab = _direction(base, common, item.get("forward", {}), path, "forward")
+    ba = _direction(base, common, item.get("reverse", {}), path, "reverse")
+    return WanLink(a=a, b=b, ab=ab, ba=ba, preset=preset_name)
 
 
 def _between(value, path, dc_names):
@@ -409,7 +481,7 @@ def _between(value, path, dc_names):
     if not isinstance(value, list) or len(value) != 2:
         raise SpecError(path, f"{value!r} must name exactly two data centers, e.g. [a, b]")
     for j, end in enumerate(value):
-        if end not in dc_names:
+        if not isinstance(end, str) or end not in dc_names:
             close = difflib.get_close_matches(str(end), sorted(dc_names), n=1)
             hint = f"; did you mean '{close[0]}'?" if close else \
                 f" (data centers: {', '.join(sorted(dc_names))})"
@@ -474,6 +546,8 @@ def _queue(value, path):
         raise SpecError(path, f"{value!r} is not a queue like 100 (frames), 256kb or 2bdp") from None
     if size < 2 * FRAME_BYTES:
         raise SpecError(path, f"{value!r} holds less than two frames")
+    if size > MAX_QUEUE_BYTES:
+        raise SpecError(path, f"{value!r} is over 1gib; no WAN queue holds that much")
     return 0.0, size
 
 

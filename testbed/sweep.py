@@ -26,6 +26,7 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import logging
 import os
 from dataclasses import dataclass
 
@@ -35,6 +36,7 @@ from testbed import spec as specmod
 from testbed.runfolder import RunFolder, is_run_folder
 from testbed.units import format_rate, parse_rate
 
+log = logging.getLogger(__name__)
 RECIPE_KEYS = {"id", "title", "base", "axes", "set", "quick", "description"}
 TRANSFORMS = ("worker_dcs", "workers", "bw_scale")
 TOP_KEYS = {"name", "datacenters", "wan", "lan", "preset_bw_scale", "experiment", "dynamics"}
@@ -44,17 +46,31 @@ class RecipeError(ValueError):
     """A recipe that cannot be expanded; the text says where and why."""
 
 
+MAX_LABEL = 120          # characters of a setting's folder name, before its run key
+
+
+def _digest(value):
+    text = json.dumps(value, sort_keys=True, default=str)
+    return hashlib.sha1(text.encode()).hexdigest()[:8]
+
+
 @dataclass(frozen=True)
 class Setting:
     values: tuple            # ((axis, value), ...) in axis order
 
     @property
     def label(self):
+        """A folder name for the setting: axis-value pairs; a list or a
+        mapping (a dynamics section, say) stands as a short hash of itself,
+        and a label too long for a file name keeps a hash of its tail."""
         parts = []
         for axis, value in self.values:
             short = axis.rsplit(".", 1)[-1]
-            parts.append(f"{short}-{value}")
-        return "_".join(parts).replace("/", "-").replace(" ", "") or "base"
+            parts.append(f"{short}-{_digest(value) if isinstance(value, (list, dict)) else value}")
+        label = "_".join(parts).replace("/", "-").replace(" ", "") or "base"
+        if len(label) > MAX_LABEL:
+            label = f"{label[:MAX_LABEL - 9]}-{_digest(label)}"
+        return label
 
     def as_dict(self):
         return dict(self.values)
@@ -238,21 +254,50 @@ def completed_run(folder):
     return None
 
 
+def run_folders(folder):
+    if not os.path.isdir(folder):
+        return set()
+    return {os.path.join(folder, n) for n in os.listdir(folder)
+            if is_run_folder(os.path.join(folder, n))}
+
+
+def attempt(p, run_one):
+    """(run folder or None, status, reason) of one run of a setting.  A run
+    that raises after its folder exists (its network failed to build, say)
+    is recorded as failed; an error before any folder (not root, a tool
+    missing) would fail every setting alike, so it ends the sweep."""
+    before = run_folders(p.folder)
+    try:
+        done = run_one(p)
+    except Exception as e:  # noqa: BLE001 - one setting's failure must not end the sweep
+        made = sorted(run_folders(p.folder) - before)
+        if not made:
+            raise
+        log.warning("setting %s failed", p.setting.label, exc_info=True)
+        return made[-1], "failed", f"{type(e).__name__}: {e}"
+    if not done:
+        return None, "failed", "the run left no folder"
+    status = RunFolder(done).read_json("status.json", {})
+    return done, status.get("status", "failed"), status.get("reason", "")
+
+
 def run_sweep(recipe, sweep_dir, run_one, progress=lambda done, total, text: None):
     """Run every setting not yet completed.  run_one(planned) -> run folder
-    path (it must not raise for a failed run).  Returns the sweep record."""
+    path.  Returns the sweep record."""
     planned = plan(recipe, sweep_dir)
     record = []
     for i, p in enumerate(planned):
-        done = completed_run(p.folder)
+        done, reason = completed_run(p.folder), ""
         if done:
             status = "skipped (already completed)"
         else:
             progress(i, len(planned), p.setting.label)
-            done = run_one(p)
-            status = RunFolder(done).read_json("status.json", {}).get("status", "failed") if done else "failed"
-        record.append({"label": p.setting.label, "values": p.setting.as_dict(), "key": p.key,
-                       "run": done, "status": status})
+            done, status, reason = attempt(p, run_one)
+        entry = {"label": p.setting.label, "values": p.setting.as_dict(), "key": p.key,
+                 "run": done, "status": status}
+        if status == "failed":
+            entry["reason"] = reason
+        record.append(entry)
         progress(i + 1, len(planned), p.setting.label)
     with open(os.path.join(sweep_dir, "sweep.json"), "w") as f:
         json.dump({"recipe": recipe.id, "settings": record}, f, indent=1)

@@ -6,6 +6,7 @@ exist only in YAML and in printed output; this module is the one place
 that converts between the two.
 """
 
+import math
 import re
 
 _NUMBER = r"(\d+(?:\.\d*)?|\.\d+)"
@@ -27,8 +28,17 @@ def _split(text, units, kind, example):
         raise UnitError(f"{text!r} is not a {kind} like {example}")
     m = re.fullmatch(_NUMBER + r"([a-z]+)", text.strip().lower())
     if not m or m.group(2) not in units:
-        raise UnitError(f"{text!r} is not a {kind} like {example}")
-    return float(m.group(1)) * units[m.group(2)]
+        raise UnitError(f"{shown(text)} is not a {kind} like {example}")
+    value = float(m.group(1)) * units[m.group(2)]
+    if not math.isfinite(value):
+        raise UnitError(f"{shown(text)} is too large a {kind}")
+    return value
+
+
+def shown(value, limit=40):
+    """A value quoted in an error, cut short: a sentence, not a dump."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def parse_rate(text):
@@ -57,7 +67,9 @@ def parse_fraction(text):
     elif isinstance(text, str) and re.fullmatch(_NUMBER + r"%", text.strip()):
         value = float(text.strip()[:-1]) / 100.0
     else:
-        raise UnitError(f"{text!r} is not a share like 0.5%")
+        raise UnitError(f"{shown(text)} is not a share like 0.5%")
+    if not math.isfinite(value):
+        raise UnitError(f"{shown(text)} is not a share like 0.5%")
     return value
 
 

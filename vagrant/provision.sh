@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
-# Provisioning of the VM: the kernel's netem module, then the project's own
-# install script, then a selftest that shows the links do what they are told.
+# Provisioning of the Debian 12 VM: the kernel's netem module, then the
+# project's own install script with a virtualenv outside the synced folder
+# (VENV, default /opt/geo-testbed-venv), then a selftest that shows the links
+# do what they are told, with netem.
 set -euo pipefail
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-# Ubuntu ships sch_netem in linux-modules-extra; Debian has it in the base image.
-apt-get install -y -qq "linux-modules-extra-$(uname -r)" || true
-modprobe sch_netem
+venv=${VENV:-/opt/geo-testbed-venv}
+testbed_dir=${TESTBED_DIR:-/testbed}
+
+# Debian's stock kernel has sch_netem as a module: load it now and at boot.
+if ! modprobe sch_netem; then
+  echo "this kernel ($(uname -r)) has no sch_netem module; use the Debian 12 box the Vagrantfile names" >&2
+  exit 1
+fi
 echo sch_netem > /etc/modules-load.d/geo-testbed.conf
-cd /testbed
-bash scripts/install.sh
-.venv/bin/testbed doctor
-.venv/bin/testbed selftest --delay-backend netem
+
+cd "$testbed_dir"
+VENV="$venv" bash scripts/install.sh
+"$venv/bin/testbed" doctor
+"$venv/bin/testbed" selftest --delay-backend netem

@@ -1,5 +1,8 @@
-"""Overlay schemes: who sends which keys to whom.  A plan is pure data."""
+"""Overlay schemes: where each piece of the model goes.  Each module has
+NAME, DESCRIPTION, OPTIONS (its parameters with defaults) and DYNAMIC; a
+static one returns a Plan from `plan(layout)`, a dynamic one provides the
+executor `Node` and the coordinator's `Policy`."""
 
-from agents.overlay import ps
+from agents.overlay import mlnet, ps, tsengine
 
-OVERLAYS = {"ps": ps}
+OVERLAYS = {m.NAME: m for m in (ps, mlnet, tsengine)}

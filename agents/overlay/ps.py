@@ -1,27 +1,20 @@
-"""The parameter-server star (ps-lite / "MXNET" baseline): every worker
-pushes each server's keys straight to that server, and pulls them straight
-back."""
+"""The parameter-server star (ps-lite / "MXNET" baseline): the model is cut
+evenly across the server DC's servers, and every worker sends each piece
+straight to its server and gets the new values straight back (trees of
+depth one)."""
 
-from dataclasses import dataclass
+from agents.dataplane.plan import Piece, Plan, even_cuts
 
 NAME = "ps"
 DESCRIPTION = "parameter-server star: workers push to and pull from the servers directly"
+DYNAMIC = False
+RANGES = {}
+OPTIONS = {}
 
 
-@dataclass(frozen=True)
-class Transfer:
-    src: str
-    dst: str
-    keys: tuple
-
-
-def push_plan(workers, servers, owner):
-    """[Transfer] for one aggregation: worker -> server of each key."""
-    return [Transfer(w, s, tuple(k for k, i in owner.items() if i == j))
-            for w in workers for j, s in enumerate(servers)]
-
-
-def pull_plan(workers, servers, owner):
-    """[Transfer] for one distribution: server -> every worker."""
-    return [Transfer(s, w, tuple(k for k, i in owner.items() if i == j))
-            for j, s in enumerate(servers) for w in workers]
+def plan(layout):
+    roots = layout.roots()
+    workers = layout.worker_names
+    pieces = [Piece(a, b, root, {w: root for w in workers}, {root: list(workers)})
+              for (a, b), root in zip(even_cuts(layout.size, len(roots)), roots)]
+    return Plan(layout.size, tuple(workers), tuple(pieces)).validate()

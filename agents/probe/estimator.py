@@ -9,6 +9,13 @@ Smoothing is an EWMA with a change detector: two active samples in a row
 that differ from the estimate by more than CHANGE_SHARE replace it, so a
 step in the link is followed within two probe periods instead of being
 averaged in slowly.
+
+Until the first proper (non-coarse) train, an estimate is not `settled`: it
+still sizes the next train, but it is held back from the record.  Start-up
+trains are short (nothing is known yet to size them), their head passes the
+shaper's burst at line rate, and a delay line slowed down by busy CPUs can
+release a short train in one clump, so a short train can read many times the
+link's rate (2.3 Gbit/s on a 50 Mbit/s link).
 """
 
 import math
@@ -25,6 +32,7 @@ class Estimator:
         self.period = period           # probe period: ages are judged against it
         self.bw = None
         self.coarse = False
+        self.settled = False           # a proper train has been seen
         self.available = None
         self.active_at = None
         self.last_active = None
@@ -43,6 +51,7 @@ class Estimator:
         self.last_active = rate
         self.available = rate if available is None else available
         self.active_at = t
+        self.settled = self.settled or not coarse
         if self.bw is None or (self.coarse and not coarse):
             self.bw, self.coarse = rate, coarse
             self._deviating = 0
@@ -65,7 +74,8 @@ class Estimator:
         self.rtts = (self.rtts + [rtt])[-RTT_WINDOW:]
 
     def estimate(self, t):
-        """{bw, active, passive, rtt, confidence, age} or None before any sample."""
+        """{bw, active, passive, rtt, confidence, age, settled} or None before
+        any sample."""
         if self.bw is None and self.passive is None:
             return None
         bw = self.bw or 0.0
@@ -80,4 +90,4 @@ class Estimator:
         return {"bw": bw, "active": self.bw, "available": self.available,
                 "passive": self.passive if passive_fresh else None,
                 "rtt": statistics.median(self.rtts) if self.rtts else None,
-                "confidence": round(confidence, 4), "age": age}
+                "confidence": round(confidence, 4), "age": age, "settled": self.settled}

@@ -140,8 +140,9 @@ def run(cfg, log):
         est = estimators[src].estimate(now)
         if est is None:
             return
-        matrix.publish(pub, me, now, {src: est})
-        log("estimate", src=src, dst=me, **est)
+        matrix.publish(pub, me, now, {src: est})      # unsettled ones still size trains
+        if est["settled"]:
+            log("estimate", src=src, dst=me, **est)
 
     try:
         while True:

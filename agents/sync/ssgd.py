@@ -1,44 +1,31 @@
-"""Synchronous SGD (BSP): every iteration each worker computes a gradient,
-pushes it, the server averages the gradients of all workers, applies one
-SGD step with momentum, and every worker pulls the new parameters."""
+"""Synchronous SGD (BSP): every iteration each worker computes a gradient
+and contributes it; the root of each piece of the model averages the N
+gradients, applies one SGD step with momentum to its elements, and the new
+values go back to every worker before anyone computes again."""
 
 import numpy as np
 
 NAME = "ssgd"
 DESCRIPTION = "bulk-synchronous SGD: compute, push, aggregate, pull every iteration"
-OVERLAYS = ("ps",)
+OVERLAYS = ("ps", "mlnet", "tsengine")
 
 
 class Rule:
-    """Server side for the keys one server holds; arrays are float32 vectors."""
+    """The root side, over the flat model; a root folds only its pieces'
+    element ranges."""
 
-    def __init__(self, params, workers, lr, momentum=0.0):
-        self.params = {k: np.array(v, dtype=np.float32) for k, v in params.items()}
-        self.velocity = {k: np.zeros_like(v) for k, v in self.params.items()}
-        self.workers = list(workers)
-        self.lr = lr
-        self.momentum = momentum
-        self.iteration = 0
-        self.pending = {}
+    def __init__(self, initial, lr, momentum=0.0):
+        self.params = np.array(initial, dtype=np.float32)
+        self.velocity = np.zeros_like(self.params)
+        self.lr = np.float32(lr)
+        self.momentum = np.float32(momentum)
 
-    def push(self, worker, iteration, grads):
-        """Take one worker's gradients; True once every worker's are in."""
-        if iteration != self.iteration:
-            raise ValueError(f"{worker} pushed iteration {iteration} during {self.iteration}")
-        if worker in self.pending:
-            raise ValueError(f"{worker} pushed iteration {iteration} twice")
-        self.pending[worker] = grads
-        return len(self.pending) == len(self.workers)
-
-    def step(self):
-        """Average, apply, advance; returns the new parameters."""
-        n = len(self.pending)
-        for k, p in self.params.items():
-            g = sum(self.pending[w][k] for w in self.workers) / n
-            v = self.velocity[k]
-            v *= self.momentum
-            v += g
-            p -= self.lr * v
-        self.pending = {}
-        self.iteration += 1
-        return self.params
+    def fold(self, start, stop, total, count):
+        """The new values of elements start..stop from the sum of `count`
+        gradients; a fresh array (it is sent while the next one is made)."""
+        v = self.velocity[start:stop]
+        v *= self.momentum
+        v += total / np.float32(count)
+        p = self.params[start:stop]
+        p -= self.lr * v
+        return p.copy()

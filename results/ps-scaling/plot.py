@@ -38,7 +38,7 @@ def draw(rows, out_dir, recipe):
     med = [t["sync_median_s"] for t in done]
     err = [[m - t["sync_min_s"] for m, t in zip(med, done)], [t["sync_max_s"] - m for m, t in zip(med, done)]]
     ax.errorbar(xs, med, yerr=err, marker="o", capsize=4, label="PS star (SSGD), median, min-max")
-    ax.plot(xs, [t["bound_s"] for t in done], "k--", marker="s", label="lower bound (cut)")
+    ax.plot(xs, [t["bound_s"] for t in done], "k--", marker="s", label="lower bound (WAN)")
     for t in done:
         ax.annotate(f"{t['median_over_bound']:.1f}x", (t["dcs"], t["sync_median_s"]),
                     textcoords="offset points", xytext=(6, -4), fontsize=8)

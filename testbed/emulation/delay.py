@@ -27,6 +27,14 @@ class DelayError(RuntimeError):
     pass
 
 
+def link_seed(spec, index):
+    """The random seed of WAN link `index`'s jitter and loss draws: it follows
+    the experiment's seed, so repeated seeds are different samples, and
+    differs between links, so two links do not drop the same frames."""
+    experiment_seed = spec.experiment.seed if spec.experiment is not None else 0
+    return experiment_seed * 100_000 + index     # far more links than a spec holds
+
+
 class NetemDelay:
     name = "netem"
     uses_relays = False
@@ -68,7 +76,7 @@ class RelayDelay:
             log = open(os.path.join(state.dir, f"relay-{w.index}.log"), "wb")
             args = [sys.executable, "-m", "testbed.emulation.relay",
                     "--a", w.relay_a, "--b", w.relay_b, "--control", sock,
-                    "--seed", str(w.index), "--tag", plan.prefix]
+                    "--seed", str(link_seed(spec, w.index)), "--tag", plan.prefix]
             for key, d in (("ab", link.ab), ("ba", link.ba)):
                 args += [f"--{key}-delay", repr(d.delay), f"--{key}-jitter", repr(d.jitter),
                          f"--{key}-loss", repr(d.loss)]

@@ -2,8 +2,12 @@
 
 Per data center: one Linux bridge, one router host, the agent hosts.  WAN
 links join routers, through a delay-line namespace where the kernel lacks
-netem.  Each WAN direction is shaped at its sender's egress (HTB for the
-rate, the delay backend's leaf for delay/loss and the queue).  Routers get
+netem.  Every node, the bridges included, lives in a network namespace of
+its own, so nothing of a run is in the host's namespace: bridged frames
+never meet the host's firewall rules (bridge-nf-call-* is per namespace)
+and the host's settings are never changed.  Each WAN direction is shaped
+at its sender's egress (HTB for the rate, the delay backend's leaf for
+delay/loss and the queue).  Routers get
 static routes along least-delay paths, so partial meshes work.
 
 `change_link` is the one way any later feature (traces, console,
@@ -13,6 +17,7 @@ messages, never delete-and-re-add, which would reset queues and flows.
 
 import json
 import logging
+import os
 import re
 import shlex
 import subprocess
@@ -21,7 +26,7 @@ import time
 from testbed.emulation import capability, shaping
 from testbed.emulation.delay import DelayError, make_backend
 from testbed.emulation.plan import make_plan
-from testbed.emulation.state import RunState, netns_inode, remove_run
+from testbed.emulation.state import RunState, remove_run
 from testbed.shield import signals_deferred
 from testbed.spec import Direction
 from testbed.units import parse_rate
@@ -151,12 +156,15 @@ class EmulatedNetwork:
             self.backend.stop()
         finally:
             try:
-                if self.net is not None:
+                if self.net is not None and all_shells_alive(self.net):
                     self.net.stop()
+                elif self.net is not None:
+                    # Mininet would wait forever for a dead shell's prompt.
+                    log.warning("a node's shell died; removing the run's objects by name")
             except Exception:  # noqa: BLE001 - the sweep below finishes the job
                 log.exception("mininet stop failed; removing the run's objects by name")
             finally:
-                remove_run(self.state.run_id, self.state.data.get("netns", ()))
+                remove_run(self.state.run_id, self.state.data)
 
     def __enter__(self):
         return self
@@ -165,24 +173,30 @@ class EmulatedNetwork:
         self.stop()
 
 
-def build(spec, delay_backend="auto", link_log=None):
+def all_shells_alive(net):
+    return all(n.shell is not None and n.shell.poll() is None for n in net.hosts + net.switches)
+
+
+def build(spec, delay_backend="auto", link_log=None, run_dir=None):
     """Bring the Spec's network up; returns an EmulatedNetwork.  On any
-    failure everything created so far is removed before the error rises."""
+    failure everything created so far is removed before the error rises.
+    run_dir, the run folder if there is one, is recorded for `testbed clean`."""
     capability.require_network_capabilities()
     backend_name = capability.choose_delay_backend(delay_backend)
     if spec.lan.delay > 0 and backend_name != "netem":
         raise capability.CapabilityError(
             "lan.delay needs the kernel's sch_netem, which this machine lacks; the delay "
             "line emulates WAN links only: remove lan.delay or load sch_netem")
-    capability.disable_bridge_nf()
     from mininet.log import setLogLevel
     setLogLevel("error")
 
     state = RunState.create()
     backend = make_backend(backend_name)
-    plan = make_plan(spec, state.run_id, with_relays=backend.uses_relays)
+    management = spec.experiment is not None and spec.experiment.coordination == "management"
+    plan = make_plan(spec, state.run_id, with_relays=backend.uses_relays, management=management)
     state.set(spec=spec.source, name=spec.name, delay_backend=backend_name,
-              bridges=[sw for _, sw in plan.switches])
+              run_dir=os.path.abspath(run_dir) if run_dir else None,
+              bridges=[sw for _, sw in plan.switches], links=interface_names(plan))
     emulated = EmulatedNetwork(spec, plan, None, backend, state, link_log)
     try:
         emulated.net = _create(plan, state)
@@ -202,29 +216,62 @@ def _create(plan, state):
 
     net = Mininet(switch=LinuxBridge, controller=None, build=False, autoSetMacs=False,
                   autoStaticArp=False)
-    switches = {dc: net.addSwitch(sw, cls=LinuxBridge) for dc, sw in plan.switches}
-    for h in plan.hosts:
-        node = net.addHost(h.node, cls=Host, ip=None)
-        net.addLink(node, switches[h.dc], cls=Link, intfName1=h.intf, intfName2=h.switch_port)
+    # A switch in a namespace of its own: each veth is created in its two
+    # nodes' namespaces directly (never in the host's).
+    switches = {dc: net.addSwitch(sw, cls=LinuxBridge, inNamespace=True)
+                for dc, sw in plan.switches}
+    if plan.management:
+        switches[None] = net.addSwitch(plan.management.switch, cls=LinuxBridge, inNamespace=True)
+    hosts = {h.node: net.addHost(h.node, cls=Host, ip=None) for h in plan.hosts}
     for w in plan.wan:
-        ra, rb = net[plan.router(w.a).node], net[plan.router(w.b).node]
         if w.relay:
-            relay = net.addHost(w.relay, cls=Host, ip=None)
-            net.addLink(ra, relay, cls=Link, intfName1=w.intf_a, intfName2=w.relay_a)
-            net.addLink(relay, rb, cls=Link, intfName1=w.relay_b, intfName2=w.intf_b)
-        else:
-            net.addLink(ra, rb, cls=Link, intfName1=w.intf_a, intfName2=w.intf_b)
+            hosts[w.relay] = net.addHost(w.relay, cls=Host, ip=None)
     # Record the namespaces the moment they exist: a runner killed from here
     # on leaves processes that `testbed clean` finds by namespace.
-    state.note("netns", *[netns_inode(h.pid) for h in net.hosts])
-    state.note("pids", *[h.pid for h in net.hosts])
+    nodes = list(switches.values()) + list(hosts.values())
+    state.note("pids", *[n.pid for n in nodes])
+    state.pin({n.name: n.pid for n in nodes})
+    for h in plan.hosts:
+        net.addLink(hosts[h.node], switches[h.dc], cls=Link, intfName1=h.intf,
+                    intfName2=h.switch_port)
+    for p in plan.management.ports if plan.management else ():
+        net.addLink(hosts[p.router], switches[None], cls=Link, intfName1=p.intf,
+                    intfName2=p.switch_port)
+    for w in plan.wan:
+        ra, rb = hosts[plan.router(w.a).node], hosts[plan.router(w.b).node]
+        if w.relay:
+            net.addLink(ra, hosts[w.relay], cls=Link, intfName1=w.intf_a, intfName2=w.relay_a)
+            net.addLink(hosts[w.relay], rb, cls=Link, intfName1=w.relay_b, intfName2=w.intf_b)
+        else:
+            net.addLink(ra, rb, cls=Link, intfName1=w.intf_a, intfName2=w.intf_b)
     net.build()
     net.start()
     return net
 
 
+def interface_names(plan):
+    """Every interface a run creates, bridges included."""
+    names = [sw for _, sw in plan.switches]
+    for h in plan.hosts:
+        names += [h.intf, h.switch_port]
+    for w in plan.wan:
+        names += [n for n in (w.intf_a, w.intf_b, w.relay_a, w.relay_b) if n]
+    if plan.management:
+        names.append(plan.management.switch)
+        for p in plan.management.ports:
+            names += [p.intf, p.switch_port]
+    return names
+
+
 def _configure(emulated):
     net, plan, spec, backend = emulated.net, emulated.plan, emulated.spec, emulated.backend
+    if capability.bridge_nf_settings():
+        # A new namespace starts with bridge-nf-call-* on (the kernel's
+        # default).  No rules exist in a switch's namespace, so nothing would
+        # filter; off spares every frame the trip through netfilter.
+        for switch in net.switches:
+            run_in(switch, ["sysctl", "-q", "-w"] +
+                   [f"net.bridge.bridge-nf-call-{t}=0" for t in capability.BRIDGE_NF])
     for host in net.hosts:
         run_in(host, ["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1",
                       "net.ipv6.conf.default.disable_ipv6=1"])
@@ -259,8 +306,36 @@ def _configure(emulated):
             relay = net[w.relay]
             for dev in (w.relay_a, w.relay_b):
                 run_in(relay, ["ip", "link", "set", dev, "up"])
+    lan_ip = {h.node: h.ip for h in plan.hosts if h.role == "router"}
     for r in plan.routes:
-        run_in(net[r.node], ["ip", "route", "add", r.dest, "via", r.via, "dev", r.dev])
+        # What a router sends itself (probes, the coordinator) leaves from its
+        # LAN address, which every other router has a route to; the WAN
+        # link's own address is known only to its two ends.
+        run_in(net[r.node], ["ip", "route", "add", r.dest, "via", r.via, "dev", r.dev,
+                             "src", lan_ip[r.node]])
+    if plan.management:
+        _configure_management(net, plan)
+
+
+MANAGEMENT_TABLE = "100"
+
+
+def _configure_management(net, plan):
+    """Each router's management address; what a router sends from that
+    address goes over the management network to the other DCs (a routing
+    table of its own), everything else keeps the WAN routes.  Replies reach
+    a management address over the management network: every router has it
+    as a directly connected subnet."""
+    subnets = {h.dc: h.ip.rsplit(".", 1)[0] for h in plan.hosts if h.role == "router"}
+    for p in plan.management.ports:
+        node = net[p.router]
+        run_in(node, ["ip", "addr", "add", f"{p.ip}/24", "dev", p.intf])
+        run_in(node, ["ip", "link", "set", p.intf, "up"])
+        for other in plan.management.ports:
+            if other.dc != p.dc:
+                run_in(node, ["ip", "route", "add", f"{subnets[other.dc]}.0/24", "via", other.ip,
+                              "dev", p.intf, "table", MANAGEMENT_TABLE])
+        run_in(node, ["ip", "rule", "add", "from", p.ip, "lookup", MANAGEMENT_TABLE])
 
 
 def _lan_leaf(backend, dev, direction):

@@ -13,8 +13,9 @@ its servers and workers follow from .10, so a host's DC is its second octet.
 WAN link j is a /24 of its own under 10.255.x (10.254.x past 256 links).
 """
 
-import heapq
 from dataclasses import dataclass
+
+import networkx as nx
 
 from testbed.spec import Spec
 
@@ -69,6 +70,29 @@ class Route:
 
 
 @dataclass(frozen=True)
+class ManagementPort:
+    dc: str
+    router: str      # router node
+    intf: str        # the router's interface on the management network
+    switch_port: str
+    ip: str
+
+
+@dataclass(frozen=True)
+class ManagementPlan:
+    """An unshaped network joining every router, for control traffic only:
+    a router sends over it what leaves from its management address."""
+    switch: str
+    ports: tuple     # ManagementPort per DC
+
+    def port(self, dc):
+        for p in self.ports:
+            if p.dc == dc:
+                return p
+        raise KeyError(dc)
+
+
+@dataclass(frozen=True)
 class NetworkPlan:
     run_id: str
     prefix: str
@@ -76,6 +100,7 @@ class NetworkPlan:
     hosts: tuple             # HostPlan, routers included
     wan: tuple               # WanPlan
     routes: tuple            # Route
+    management: ManagementPlan = None
 
     def host(self, name):
         for h in self.hosts:
@@ -97,11 +122,14 @@ def dc_subnet(i):
     return f"10.{i + 1}.0"
 
 
+MANAGEMENT_SUBNET = "10.250.0"     # between the DCs' 10.1-10.32 and the WAN's 10.254-10.255
+
+
 def wan_subnet(j):
     return f"10.{255 - j // 256}.{j % 256}"
 
 
-def make_plan(spec: Spec, run_id: str, with_relays: bool) -> NetworkPlan:
+def make_plan(spec: Spec, run_id: str, with_relays: bool, management=False) -> NetworkPlan:
     prefix = run_prefix(run_id)
     switches, hosts, wan = [], [], []
     host_counter = 0
@@ -130,42 +158,36 @@ def make_plan(spec: Spec, run_id: str, with_relays: bool) -> NetworkPlan:
                            relay_a=f"{relay}-a" if relay else "",
                            relay_b=f"{relay}-b" if relay else ""))
     routes = _routes(spec, routers, wan)
+    mgmt = None
+    if management:
+        sw = f"{prefix}m"
+        mgmt = ManagementPlan(sw, tuple(
+            ManagementPort(dc.name, routers[dc.name], f"{routers[dc.name]}-m",
+                           f"{sw}-p{base36(i)}", f"{MANAGEMENT_SUBNET}.{i + 1}")
+            for i, dc in enumerate(spec.datacenters)))
     return NetworkPlan(run_id=run_id, prefix=prefix, switches=tuple(switches),
-                       hosts=tuple(hosts), wan=tuple(wan), routes=tuple(routes))
+                       hosts=tuple(hosts), wan=tuple(wan), routes=tuple(routes), management=mgmt)
 
 
 def shortest_next_hops(spec: Spec):
     """{(src_dc, dst_dc): next_dc} along least-delay paths.
 
-    A link's cost is its round-trip delay; ties go to fewer hops, then to the
-    neighbour listed first in `datacenters`, so routes are deterministic and
-    the same in both directions on symmetric links."""
+    A link's cost is its round-trip delay (in whole nanoseconds, so equal
+    sums compare equal); ties go to fewer hops, then to the neighbour listed
+    first in `datacenters`, so routes are deterministic and the same in both
+    directions on symmetric links."""
     order = {dc.name: i for i, dc in enumerate(spec.datacenters)}
-    adjacent = {dc.name: [] for dc in spec.datacenters}
+    g = nx.Graph()
+    g.add_nodes_from(order)
     for link in spec.wan:
-        cost = link.ab.delay + link.ba.delay
-        adjacent[link.a].append((link.b, cost))
-        adjacent[link.b].append((link.a, cost))
+        g.add_edge(link.a, link.b, cost=round((link.ab.delay + link.ba.delay) * 1e9))
     hops = {}
     for src in order:
-        # (delay, hops, first hop's order, node, first hop)
-        best = {src: (0.0, 0, -1)}
-        first = {}
-        heap = [(0.0, 0, -1, src, None)]
-        while heap:
-            cost, n, tie, node, hop = heapq.heappop(heap)
-            if (cost, n, tie) != best.get(node):
-                continue
-            for nxt, c in sorted(adjacent[node], key=lambda x: order[x[0]]):
-                h = nxt if hop is None else hop
-                key = (round(cost + c, 9), n + 1, order[h])
-                if nxt not in best or key < best[nxt]:
-                    best[nxt] = key
-                    first[nxt] = h
-                    heapq.heappush(heap, (*key, nxt, h))
-        for dst, h in first.items():
+        for dst in order:
             if dst != src:
-                hops[(src, dst)] = h
+                paths = nx.all_shortest_paths(g, src, dst, weight="cost")
+                best = min(paths, key=lambda path: (len(path), order[path[1]]))
+                hops[(src, dst)] = best[1]
     return hops
 
 

@@ -7,8 +7,18 @@ for the direction's delay (plus jitter) and written to the other side, or
 dropped with the direction's loss probability.  Rate shaping is not done
 here: HTB at the routers' egresses does it, so this process only delays.
 
-Frames keep their order within a direction (a jittered deadline is never
-earlier than the previous frame's), so jitter does not reorder TCP segments.
+Jitter: each frame's delay is uniform in delay +- jitter, and frames keep
+their order within a direction, under any load.  Both hold because the
+jitter offset is a reflected random walk on [-jitter, +jitter] whose step
+never exceeds the gap since the previous frame: a symmetric step keeps the
+offset uniform, and an offset that falls by at most the gap cannot make a
+frame overtake the one ahead.  Frames 2 x jitter or more apart get
+independent offsets; closer ones get correlated offsets (the delay wanders
+smoothly under load, as queueing delay does).
+
+A frame's arrival is the kernel's receive timestamp, not when this process
+got round to reading it, so a relay delayed by a busy CPU still keeps the
+spacing of the frames it holds (shorter than the delay).
 
 Live changes and counters go through a Unix stream socket: one JSON line in,
 one JSON line out, e.g. ``{"op": "set", "dir": "ab", "delay": 0.04}`` or
@@ -21,11 +31,13 @@ so it starts fast and never pulls Mininet into the namespace.
 import argparse
 import collections
 import json
+import math
 import os
 import random
 import select
 import signal
 import socket
+import struct
 import sys
 import time
 
@@ -36,6 +48,8 @@ PACKET_IGNORE_OUTGOING = 23
 # this much early centres the error on zero instead of adding ~0.5 ms.
 EARLY = 0.0005
 MAX_FRAME = 65536
+SO_TIMESTAMPNS = 35
+ANC_SPACE = 64
 
 
 class Direction:
@@ -50,6 +64,8 @@ class Direction:
         self.rng = rng
         self.queue = collections.deque()
         self.last_deadline = 0.0
+        self.offset = None             # jitter offset of the previous frame
+        self.last_arrival = None
         self.frames = 0
         self.bytes = 0
         self.dropped = 0
@@ -60,10 +76,24 @@ class Direction:
             return
         hold = self.delay
         if self.jitter > 0:
-            hold = max(0.0, hold + self.rng.uniform(-self.jitter, self.jitter))
+            hold = max(0.0, hold + self.jitter_offset(now))
+        # The floor only matters right after a live change of the delay.
         deadline = max(now + hold, self.last_deadline)
         self.last_deadline = deadline
         self.queue.append((deadline, frame))
+
+    def jitter_offset(self, now):
+        """This frame's offset, uniform in [-jitter, +jitter] (see the module
+        docstring for why it never reorders)."""
+        j = self.jitter
+        gap = math.inf if self.last_arrival is None else max(0.0, now - self.last_arrival)
+        self.last_arrival = now
+        if self.offset is None or gap >= 2 * j or abs(self.offset) > j:
+            self.offset = self.rng.uniform(-j, j)
+        else:
+            x = self.offset + self.rng.uniform(-gap, gap)
+            self.offset = 2 * j - x if x > j else -2 * j - x if x < -j else x
+        return self.offset
 
     def flush(self, now):
         q = self.queue
@@ -93,6 +123,7 @@ def open_packet_socket(ifname):
     s.bind((ifname, 0))
     # Our own transmissions would otherwise come back to us as captured frames.
     s.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
+    s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
     try:
         s.setsockopt(socket.SOL_SOCKET, 33, 8 << 20)  # SO_RCVBUFFORCE, root only
     except OSError:
@@ -102,12 +133,23 @@ def open_packet_socket(ifname):
 
 
 def drain(sock, direction, now):
+    """Admit every waiting frame at its kernel arrival time (on our clock)."""
+    wall = time.time()
     while True:
         try:
-            frame = sock.recv(MAX_FRAME)
+            frame, anc, _, _ = sock.recvmsg(MAX_FRAME, ANC_SPACE)
         except BlockingIOError:
             return
-        direction.admit(frame, now)
+        direction.admit(frame, now + arrival_wall(anc, wall) - wall)
+
+
+def arrival_wall(anc, default):
+    """The SO_TIMESTAMPNS receive time (wall clock) in `anc`, or `default`."""
+    for level, kind, data in anc:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+            sec, nsec = struct.unpack("qq", data[:16])
+            return sec + nsec * 1e-9
+    return default
 
 
 def answer(conn, directions):

@@ -9,11 +9,36 @@ import time
 
 import pytest
 
+from agents.events import read_events
 from testbed.emulation import state as statemod
 from tests.mininet.helpers import ROOT, processes_in, root_links_with, cli_argv
 
 pytestmark = pytest.mark.mininet
 QUICKSTART = os.path.join(ROOT, "topologies", "quickstart.yaml")
+# Small and long: two DCs, probes on, a WAN delay (so relays where the kernel
+# lacks netem), a synthetic model so agents start without torch.
+KILLED = """
+name: killed
+datacenters:
+  - {name: east, servers: 1, workers: 1}
+  - {name: west, workers: 1}
+wan:
+  - {between: [east, west], bw: 20mbit, delay: 10ms}
+experiment:
+  sync: ssgd
+  overlay: ps
+  server_dc: east
+  workload: synthetic
+  model: flat-100000
+  compute_time: 100ms
+  stop: {iterations: 1000000, time: 10min}
+  probe: {period: 1s, budget: 5%}
+"""
+
+
+def read_state(rid):
+    with open(os.path.join(statemod.STATE_ROOT, rid, "state.json")) as f:
+        return json.load(f)
 
 
 def start_net():
@@ -26,22 +51,42 @@ def start_net():
         line = proc.stdout.readline() if ready else ""
         if line.startswith("network up: run "):
             rid = line.split()[3].rstrip(",")
-            with open(os.path.join(statemod.STATE_ROOT, rid, "state.json")) as f:
-                return proc, rid, json.load(f)
+            return proc, rid, read_state(rid)
         if proc.poll() is not None:
             break
     proc.kill()
     raise AssertionError(f"testbed net did not come up: {proc.stderr.read()}")
 
 
+def run_interfaces(st):
+    """Interfaces of the run, wherever its live recorded processes see them."""
+    names = set()
+    for ident in st["processes"]:
+        if statemod.matches(ident):
+            names |= statemod.interfaces_of(ident["pid"])
+    return names & set(st["links"])
+
+
+def cmdlines_with(text):
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if text.encode() in f.read():
+                    found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
 def assert_gone(rid, st):
     prefix = f"tb{rid}"
     assert root_links_with(prefix) == []
+    assert [i for i in st["processes"] if statemod.matches(i)] == []
     assert processes_in(set(st["netns"])) == []
+    assert run_interfaces(st) == set()
     assert not os.path.exists(os.path.join(statemod.STATE_ROOT, rid))
-    relays = [p for p in os.listdir("/proc") if p.isdigit()
-              and prefix in open(f"/proc/{p}/cmdline", "rb").read().decode(errors="replace")]
-    assert relays == []
+    assert cmdlines_with(prefix) == []
 
 
 def console(proc, line):
@@ -51,7 +96,9 @@ def console(proc, line):
 
 def test_exit_in_the_console_tears_everything_down():
     proc, rid, st = start_net()
-    assert root_links_with(f"tb{rid}")  # the bridges exist while it runs
+    # The bridges exist while it runs, inside the run's namespaces only.
+    assert set(st["bridges"]) <= run_interfaces(st)
+    assert root_links_with(f"tb{rid}") == []
     console(proc, "exit")
     assert proc.wait(timeout=60) == 0
     assert_gone(rid, st)
@@ -76,7 +123,7 @@ def test_sigkill_of_the_runner_then_testbed_clean_leaves_nothing():
         proc.kill()
         proc.wait()
         time.sleep(0.5)
-        assert processes_in(set(st["netns"])), "the relays and the daemon outlive the runner"
+        assert processes_in(set(st["netns"])), "the daemon and the namespaces outlive the runner"
         r = subprocess.run(cli_argv("clean"), capture_output=True, text=True, timeout=60)
         assert r.returncode == 0, r.stderr
         assert f"run {rid}" in r.stdout
@@ -93,7 +140,7 @@ def test_clean_leaves_a_running_experiment_alone():
     try:
         r = subprocess.run(cli_argv("clean"), capture_output=True, text=True, timeout=60)
         assert f"run {rid}: still running" in r.stdout
-        assert root_links_with(f"tb{rid}")
+        assert set(st["bridges"]) <= run_interfaces(st)
         console(proc, "ping virginia-w0 tokyo-w0")
         console(proc, "exit")
         out, _ = proc.communicate(timeout=60)
@@ -102,3 +149,73 @@ def test_clean_leaves_a_running_experiment_alone():
         if proc.poll() is None:
             proc.kill()
     assert_gone(rid, st)
+
+
+def wait_until_all_agents_run(runs):
+    """(run folder, agent names) once every agent has logged its start."""
+    deadline = time.monotonic() + 40
+    while time.monotonic() < deadline:
+        folders = os.listdir(runs) if runs.exists() else []
+        if folders:
+            run = os.path.join(runs, folders[0])
+            agents = os.path.join(run, "agents")
+            names = [f[:-5] for f in os.listdir(agents) if f.endswith(".json")]
+            if os.path.exists(os.path.join(run, "env.json")) and names and all(
+                    any(e["ev"] == "start" for e in read_events(os.path.join(agents, f"{n}.jsonl")))
+                    for n in names):
+                return run, names
+        time.sleep(0.3)
+    raise AssertionError("the agents did not all start")
+
+
+def test_sigkill_of_a_run_then_testbed_clean_leaves_nothing_and_the_run_says_killed(tmp_path):
+    topo = tmp_path / "killed.yaml"
+    topo.write_text(KILLED)
+    runs = tmp_path / "runs"
+    proc = subprocess.Popen(cli_argv("run", str(topo), "--runs", str(runs)),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        run, names = wait_until_all_agents_run(runs)
+        rid = json.load(open(os.path.join(run, "env.json")))["run_id"]
+        st = read_state(rid)
+        assert {"east-p", "east-s0", "east-w0", "west-p", "west-w0"} <= set(names)
+        assert os.path.exists(os.path.join(run, "control.sock"))
+        # Only the orchestrator dies; its agents, probes and relays live on.
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        killed_at = time.time()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    agents = cmdlines_with(os.path.join(run, "agents"))
+    assert len(agents) >= len(names), "the agents outlive the orchestrator"
+    if st.get("delay_backend") == "relay":
+        assert cmdlines_with(f"--tag\x00tb{rid}"), "the relays outlive the orchestrator"
+    assert json.load(open(os.path.join(run, "status.json")))["status"] == "running"
+
+    r = subprocess.run(cli_argv("clean"), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert f"run {rid}: stopped" in r.stdout and "marked killed" in r.stdout
+
+    assert_gone(rid, st)
+    assert cmdlines_with(os.path.join(run, "agents")) == []
+    assert not os.path.exists(os.path.join(run, "control.sock"))
+    status = json.load(open(os.path.join(run, "status.json")))
+    assert status["status"] == "killed" and status["wall"] >= killed_at
+
+
+@pytest.mark.timeout(120)
+def test_a_node_whose_shell_died_does_not_hang_teardown():
+    from testbed.emulation import network
+    from tests.mininet.helpers import spec_of
+    net = network.build(spec_of("""
+    datacenters: [{name: east, workers: 1}, {name: west, workers: 1}]
+    wan: [{between: [east, west], bw: 20mbit, delay: 5ms}]
+    """))
+    rid = net.state.run_id
+    shell = net.node("east-w0").shell
+    os.kill(shell.pid, signal.SIGKILL)
+    shell.wait()
+    net.stop()           # Mininet alone would wait for this shell's prompt forever
+    assert not os.path.exists(os.path.join(statemod.STATE_ROOT, rid))
+    assert root_links_with(f"tb{rid}") == []

@@ -12,6 +12,7 @@ from tests.mininet.helpers import ROOT, cli_argv
 pytestmark = pytest.mark.mininet
 
 
+@pytest.mark.timeout(900)
 def test_ps_scaling_quick_draws_its_figure_and_one_table_row_per_setting(tmp_path):
     out = tmp_path / "out"
     r = subprocess.run(cli_argv("reproduce", "ps-scaling", "--quick", "--runs", str(tmp_path / "runs"),

@@ -21,23 +21,46 @@ def only_run_in(runs):
     return os.path.join(runs, name)
 
 
-def test_the_quickstart_trains_to_the_accuracy_floor(tmp_path):
+def mean_of(run, worker, key):
+    iters = [e[key] for e in read_events(os.path.join(run, "agents", f"{worker}.jsonl"))
+             if e["ev"] == "iter"]
+    return sum(iters) / len(iters)
+
+
+@pytest.mark.timeout(900)
+def test_the_quickstart_trains_to_its_90_percent_target_and_stops_there(tmp_path):
     runs = tmp_path / "runs"
     r = subprocess.run(cli_argv("run", QUICKSTART, "--runs", str(runs)), capture_output=True,
                        text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     run = only_run_in(runs)
     summary = json.load(open(os.path.join(run, "summary.json")))
-    assert summary["status"] == "completed"
-    assert summary["final_accuracy"] >= 0.85
-    assert summary["workers"] == 6 and summary["iterations"] > 0
+    status = json.load(open(os.path.join(run, "status.json")))
+    # The README's promise: 90% test accuracy, and the accuracy stop is what ended it,
+    # well before the 400 iterations or 3 minutes that would also stop it.
+    evals = [e["accuracy"] for e in read_events(os.path.join(run, "agents", "virginia-w0.jsonl"))
+             if e["ev"] == "eval"]
+    assert max(evals) >= 0.9, evals
+    assert (status["status"], status["stopped_by"], status["target_reached"]) == \
+        ("completed", "target_accuracy", True), status
+    assert (summary["stopped_by"], summary["target_reached"]) == ("target_accuracy", True)
+    assert summary["target_accuracy"] == 0.9 and summary["time_to_target"] is not None
+    assert 0 < summary["iterations"] < 400
+    assert "completed, stopped by target_accuracy, target reached" in r.stdout
+    assert summary["workers"] == 6
     b = summary["iteration_breakdown"]
-    assert b["compute"] > 0 and b["comm"] > 0 and b["wait"] >= 0
+    assert b["compute"] > 0 and b["comm"] > 0
+    # Under BSP the server's neighbours wait for the far DC; tokyo's workers,
+    # the last to start each round, spend their sync time on the WAN instead.
+    for near in ("virginia-w0", "virginia-w1"):
+        for far in ("tokyo-w0", "tokyo-w1"):
+            assert mean_of(run, near, "wait") > mean_of(run, far, "wait")
+            assert mean_of(run, near, "comm") < mean_of(run, far, "comm")
     # Every worker pushed through its DC's WAN link to the server in virginia.
     for link in ("frankfurt->virginia", "tokyo->virginia", "virginia->tokyo"):
         assert summary["wan"][link]["bytes"] > 0
     assert summary["environment"]["delay_backend"] in ("relay", "netem")
-    for png in ("accuracy.png", "iteration_time.png", "links.png"):
+    for png in ("accuracy.png", "iteration_time.png", "links.png", "overlay.png"):
         assert os.path.getsize(os.path.join(run, png)) > 1000
     assert "final accuracy" in r.stdout
 
@@ -52,7 +75,7 @@ def test_the_quickstart_trains_to_the_accuracy_floor(tmp_path):
     assert os.path.getsize(out / "compare.png") > 1000
 
 
-def test_killing_a_worker_fails_the_run_quickly_and_cleanly(tmp_path):
+def test_killing_a_worker_fails_the_run_naming_it_and_cleanly(tmp_path):
     topo = tmp_path / "long.yaml"
     text = open(QUICKSTART).read().replace("stop: {accuracy: 0.9, iterations: 400, time: 3min}",
                                            "stop: {iterations: 100000, time: 5min}")
@@ -71,20 +94,21 @@ def test_killing_a_worker_fails_the_run_quickly_and_cleanly(tmp_path):
             time.sleep(0.5)
         else:
             raise AssertionError("training did not start")
+        mine = os.path.join(only_run_in(runs), "agents", "tokyo-w1.json").encode()
         victim = next(int(p) for p in os.listdir("/proc") if p.isdigit() and
-                      b"tokyo-w1.json" in open(f"/proc/{p}/cmdline", "rb").read())
+                      mine in open(f"/proc/{p}/cmdline", "rb").read())
         run_id = json.load(open(os.path.join(only_run_in(runs), "env.json")))["run_id"]
         os.kill(victim, signal.SIGKILL)
-        killed = time.monotonic()
-        out, err = proc.communicate(timeout=60)
-        assert time.monotonic() - killed < 10
+        # The run stops on the dead agent, long before its 5-minute limit.
+        out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode != 0
     assert "tokyo-w1" in err and "SIGKILL" in err and "Traceback" not in err
     run = only_run_in(runs)
-    assert json.load(open(os.path.join(run, "status.json")))["status"] == "failed"
+    status = json.load(open(os.path.join(run, "status.json")))
+    assert (status["status"], status["stopped_by"]) == ("failed", "agent-failure")
     assert sum(e["ev"] == "iter" for e in read_events(events_path)) >= 5
     assert json.load(open(os.path.join(run, "summary.json")))["status"] == "failed"
     assert root_links_with(f"tb{run_id}") == []

@@ -89,14 +89,36 @@ def test_a_live_change_from_20_to_5_mbit_takes_hold_within_2s_and_keeps_the_flow
         assert net.shaped_rate("west", "east") == 5e6
 
 
+def link_identity(net):
+    """What a rebuilt link would not keep: each WAN interface's ifindex and
+    each delay line's process id."""
+    ifindex = {}
+    for pair in (("east", "west"), ("west", "east")):
+        node, dev, _, _ = net.egress(*pair)
+        ifindex[pair] = int(network.run_in(node, ["cat", f"/sys/class/net/{dev}/ifindex"]))
+    relays = {i: s["pid"] for i, s in net.backend.stats().items()} if net.backend.uses_relays else {}
+    return ifindex, relays
+
+
 def test_a_live_delay_change_reaches_the_delay_line_without_rebuilding():
     with network.build(spec_of(TWO_DC)) as net:
-        net.change_link("east", "west", delay=0.05)
+        before = link_identity(net)
+        if net.backend.uses_relays:
+            assert all(proc.poll() is None for proc in net.backend.procs.values())
+            assert set(before[1].values()) == {p.pid for p in net.backend.procs.values()}
+        # One TCP connection across the change: iperf3 fails if it breaks.
+        timer = threading.Timer(3.0, lambda: net.change_link("east", "west", delay=0.05))
+        timer.start()
+        try:
+            measure.iperf3(net, "east-w0", "west-w0", seconds=4, omit=2.0)
+        finally:
+            timer.cancel()
         rtt = measure.ping_rtt(net, "east-w0", "west-w0")
         assert abs(rtt - 0.1) <= 0.01, rtt
         net.change_link("east", "west", both=False, delay=0.01)
         rtt = measure.ping_rtt(net, "east-w0", "west-w0")
         assert abs(rtt - 0.06) <= 0.006, rtt
+        assert link_identity(net) == before
 
 
 def test_loss_and_jitter_are_emulated_per_direction():

@@ -49,15 +49,88 @@ def test_traces_read_units_and_skip_the_source_line(tmp_path):
     assert D.trace_period(D.read_trace(str(f))) == 5.0
 
 
-@pytest.mark.parametrize("rows,msg", [("0,fast\n", "row 1: 'fast' is not a rate"),
-                                      ("0,1mbit\n0,2mbit\n", "row 2: times must"),
-                                      ("0\n", "expected time_s,bw"),
-                                      ("0,0mbit\n", "above zero"), ("", "has no rows")])
-def test_bad_traces_say_which_row(tmp_path, rows, msg):
+@pytest.mark.parametrize("rows,msg", [("0,fast\n", "bad.csv line 1, column 2: bw is not a rate"),
+                                      ("# c\n0,1mbit\n0,2mbit\n", "line 3, column 1: times must"),
+                                      ("0,1mbit,soon\n", "line 1, column 3: delay is not a time"),
+                                      ("0,1mbit,,most\n", "line 1, column 4: loss is not a share"),
+                                      ("nan,1mbit\n", "line 1, column 1: time_s is not a time"),
+                                      ("0\n", "line 1: expected time_s,bw"),
+                                      ("0,0mbit\n", "column 2: bw must be above zero"),
+                                      ("", "has no rows")])
+def test_bad_traces_say_which_line_and_column(tmp_path, rows, msg):
     f = tmp_path / "bad.csv"
     f.write_text(rows)
     with pytest.raises(D.TraceError, match=msg):
         D.read_trace(str(f))
+
+
+@pytest.mark.parametrize("content", ["s3cret:x:0\n", "0,s3cret\n", "0,1mbit,s3cret\n",
+                                     "0,1mbit\ns3cret,1mbit\n", "0,1mbit,1ms,s3cret\n"])
+def test_a_trace_error_never_shows_what_the_file_holds(tmp_path, content):
+    # Root reads the trace: a file named by mistake (or on purpose) must not leak.
+    f = tmp_path / "private"
+    f.write_text(content)
+    with pytest.raises(D.TraceError) as e:
+        D.read_trace(str(f))
+    assert "s3cret" not in str(e.value) and "\n" not in str(e.value)
+
+
+def _read_in_thread(path):
+    """read_trace's outcome, or None if it is still reading after a while."""
+    import threading
+    outcome = []
+
+    def read():
+        try:
+            outcome.append(D.read_trace(path))
+        except D.TraceError as e:
+            outcome.append(e)
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+    thread.join(30)
+    return outcome[0] if outcome else None
+
+
+def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path):
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)
+    outcome = _read_in_thread(str(fifo))
+    assert isinstance(outcome, D.TraceError) and "is a named pipe, not a text file" in str(outcome)
+
+
+@pytest.mark.parametrize("path,kind", [("/dev/zero", "a device"), ("/dev/urandom", "a device"),
+                                       ("/", "a folder")])
+def test_devices_and_folders_are_refused_without_reading(path, kind):
+    outcome = _read_in_thread(path)
+    assert isinstance(outcome, D.TraceError) and f"is {kind}" in str(outcome)
+
+
+def test_a_huge_trace_is_refused_without_reading_it(tmp_path):
+    f = tmp_path / "huge.csv"
+    with open(f, "wb") as out:
+        out.truncate(D.MAX_TRACE_BYTES + 1)   # sparse: costs no disk
+    with pytest.raises(D.TraceError, match="over 1024 KiB"):
+        D.read_trace(str(f))
+
+
+@pytest.mark.parametrize("data,words", [(b"0,1mbit\x00\n", "not a text file"),
+                                        (b"0,1mbit\xff\n", "not UTF-8 text")])
+def test_a_binary_trace_is_refused(tmp_path, data, words):
+    f = tmp_path / "bin.csv"
+    f.write_bytes(data)
+    with pytest.raises(D.TraceError, match=words):
+        D.read_trace(str(f))
+
+
+def test_a_schedule_of_millions_of_changes_is_refused_before_it_is_expanded():
+    text = textwrap.dedent(BASE).replace("workers: 2}", "workers: 2, servers: 1}").replace(
+        "dynamics:\n", "experiment: {workload: synthetic, stop: {time: 10min}}\ndynamics:\n")
+    ok = S.loads(text + "  - {generator: square, link: [a, b], low: 1mbit, high: 2mbit, period: 1s}\n")
+    # 600 s / 0.5 s per change, plus the first: 1201.
+    assert ok.dynamics[0].count(600) == 1201 == len(ok.dynamics[0].actions(600))
+    with pytest.raises(S.SpecError) as e:
+        S.loads(text + "  - {generator: square, link: [a, b], low: 1mbit, high: 2mbit, period: 1us}\n")
+    assert e.value.path == "dynamics[0]" and "makes 1200000001 changes" in str(e.value)
 
 
 def test_a_looped_trace_repeats_until_the_horizon(tmp_path):

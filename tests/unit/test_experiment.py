@@ -65,3 +65,49 @@ def test_each_experiment_mistake_names_its_path(exp, path, words):
         load(exp)
     assert e.value.path == path
     assert words in str(e.value)
+
+
+# Speeds: real training can only be slowed down, so a speed above 1 is refused
+# there; a synthetic worker sleeps compute_time / speed, so any speed holds.
+def train_with(compute="1.0", dynamics=""):
+    return textwrap.dedent(BASE).replace("{name: west, workers: 2}", "{name: west, workers: 2, "
+                                         f"compute: {compute}}}") + "  workload: train\n" + dynamics
+
+
+@pytest.mark.parametrize("text,path", [
+    (train_with(compute="2"), "datacenters[1].compute"),
+    (train_with(dynamics="dynamics: [{at: 1s, worker: west-w0, speed: 1.5}]\n"), "dynamics[0].speed"),
+    (train_with(dynamics="dynamics: [{generator: step, dc: west, from: 1, to: 2, at: 5s}]\n"),
+     "dynamics[0].to"),
+])
+def test_a_speed_above_one_is_refused_in_real_training_with_the_reason(text, path):
+    with pytest.raises(S.SpecError) as e:
+        S.loads(text)
+    assert e.value.path == path
+    assert "real training cannot run faster than this machine" in str(e.value)
+
+
+def test_a_list_of_train_speeds_names_the_worker_above_one():
+    with pytest.raises(S.SpecError) as e:
+        S.loads(train_with(compute="[0.5, 3]"))
+    assert e.value.path == "datacenters[1].compute[1]"
+
+
+def test_synthetic_workers_may_be_faster_than_the_reference():
+    doc = textwrap.dedent(BASE).replace("{name: west, workers: 2}", "{name: west, workers: 2, "
+                                        "compute: 2}") + "  workload: synthetic\n" + \
+        "dynamics: [{at: 1s, worker: west-w0, speed: 4}]\n"
+    spec = S.loads(doc)
+    assert spec.dc("west").compute == (2.0, 2.0) and spec.dynamics[0].actions(10)[0].speed == 4.0
+
+
+def test_a_synthetic_worker_at_speed_two_computes_for_half_the_time(monkeypatch):
+    from agents import workload as W
+    from agents.config import Workload
+    slept = []
+    monkeypatch.setattr(W.time, "sleep", slept.append)
+    wl = Workload(kind="synthetic", model="flat-10", compute_time=0.3)
+    params = W.parameters_for(wl)
+    for speed in (1.0, 2.0, 0.5):
+        W.Trainer(wl, 0, 1, speed, params).gradients()
+    assert slept == [0.3, 0.15, 0.6]

@@ -90,3 +90,17 @@ def test_the_partial_mesh_routes_ohio_to_sydney_through_tokyo():
     hops = shortest_next_hops(spec)
     assert hops[("ohio", "sydney")] == "tokyo"
     assert hops[("sydney", "ohio")] == "tokyo"
+
+
+def test_a_management_network_joins_every_router_only_when_asked():
+    spec = S.loads(textwrap.dedent("""
+    datacenters: [{name: east, workers: 1, servers: 1}, {name: west, workers: 1}]
+    wan: [{between: [east, west], bw: 10mbit}]
+    """))
+    assert make_plan(spec, "0a1b", with_relays=True).management is None
+    mgmt = make_plan(spec, "0a1b", with_relays=True, management=True).management
+    assert mgmt.switch == "tb0a1bm"
+    assert [(p.dc, p.router, p.intf, p.switch_port, p.ip) for p in mgmt.ports] == [
+        ("east", "tb0a1br0", "tb0a1br0-m", "tb0a1bm-p0", "10.250.0.1"),
+        ("west", "tb0a1br1", "tb0a1br1-m", "tb0a1bm-p1", "10.250.0.2")]
+    assert all(len(p.intf) <= 15 and len(p.switch_port) <= 15 for p in mgmt.ports)

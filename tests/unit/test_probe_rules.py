@@ -30,6 +30,32 @@ def test_a_short_train_is_coarse():
     assert dispersion_rates([0.0, 0.001, 0.002, 0.003])[2] is True
 
 
+def test_a_start_up_train_released_in_one_clump_reads_huge_and_is_held_back():
+    # The first train has 16 frames (nothing sizes it yet); a delay line that
+    # read them late releases them back to back: 16 frames within 80 us.
+    times = [i * 80e-6 / 15 for i in range(16)]
+    capacity, _, coarse = dispersion_rates(times)
+    assert capacity == pytest.approx(15 * FRAME_BITS / 80e-6)     # ~2.3 Gbit/s
+    assert coarse
+    e = Estimator(period=2.5)
+    e.add_active(0.0, capacity, coarse=coarse)
+    est = e.estimate(0.0)
+    assert est["bw"] == pytest.approx(2.27e9, rel=0.01)           # still sizes the next train
+    assert not est["settled"]                                     # but is not recorded
+    gap = FRAME_BITS / 50e6                                       # the proper train: 50 Mbit/s
+    capacity, available, coarse = dispersion_rates([i * gap for i in range(200)])
+    e.add_active(2.5, capacity, available, coarse)
+    est = e.estimate(2.5)
+    assert est["settled"] and est["bw"] == pytest.approx(50e6)
+
+
+def test_once_settled_a_coarse_sample_does_not_unsettle_the_estimate():
+    e = Estimator(period=2.0)
+    e.add_active(0, 20e6)
+    e.add_active(2, 5e6, coarse=True)
+    assert e.estimate(2)["settled"]
+
+
 def test_estimator_smooths_then_jumps_after_two_deviating_samples():
     e = Estimator(period=2.0)
     e.add_active(0, 20e6)

@@ -103,6 +103,41 @@ def test_a_sweep_resumes_skipping_completed_runs_and_retrying_failed_ones(tmp_pa
     assert os.path.isfile(os.path.join(sweep_dir, "sweep.json"))
 
 
+def test_a_run_whose_network_fails_to_build_is_recorded_as_failed_and_the_sweep_goes_on(tmp_path):
+    from testbed.emulation.network import NetworkError
+    r = W.load_recipe(recipe_at(tmp_path, RECIPE))
+    calls = []
+
+    def run_one(planned):
+        # As the runner does: the folder first, then the network, whose
+        # failure is written to the status before the error rises.
+        calls.append(planned.setting.label)
+        folder = RunFolder.create(planned.folder, planned.spec, "")
+        if planned.setting.label == "worker_dcs-2_seed-1":
+            folder.set_status("failed", "NetworkError: ps-r: `ip link add` failed: File exists")
+            raise NetworkError("ps-r: `ip link add` failed: File exists")
+        folder.set_status("completed")
+        return folder.path
+
+    record = W.run_sweep(r, str(tmp_path / "sweep"), run_one)
+    assert len(calls) == 4
+    assert [e["status"] for e in record] == ["completed", "failed", "completed", "completed"]
+    failed = record[1]
+    assert failed["reason"] == "NetworkError: ps-r: `ip link add` failed: File exists"
+    assert failed["run"] and os.path.dirname(failed["run"]) == W.plan(r, str(tmp_path / "sweep"))[1].folder
+    assert "reason" not in record[0]
+
+
+def test_an_error_before_any_run_folder_ends_the_sweep(tmp_path):
+    r = W.load_recipe(recipe_at(tmp_path, RECIPE))
+
+    def run_one(planned):
+        raise PermissionError("building the emulated network needs root")
+
+    with pytest.raises(PermissionError):
+        W.run_sweep(r, str(tmp_path / "sweep"), run_one)
+
+
 @pytest.mark.parametrize("body,msg", [
     ("id: x\nbase: base.yaml\naxes: {}\nbogus: 1\n", "unknown keys bogus"),
     ("id: x\naxes: {}\n", "base: missing"),
@@ -115,3 +150,15 @@ def test_recipe_mistakes_are_one_sentence(tmp_path, body, msg):
     with pytest.raises(W.RecipeError, match=msg):
         r = W.load_recipe(recipe_at(tmp_path, body))
         W.plan(r, str(tmp_path / "s"))
+
+
+def test_a_list_valued_axis_gets_a_short_distinct_label():
+    from testbed.sweep import MAX_LABEL, Setting
+    a = Setting((("dynamics", [{"trace": "/" + "x" * 300, "link": ["a", "b"]}]),
+                 ("experiment.seed", 1)))
+    b = Setting((("dynamics", [{"trace": "/" + "y" * 300, "link": ["a", "b"]}]),
+                 ("experiment.seed", 1)))
+    assert a.label != b.label and len(a.label) <= 30 and a.label.endswith("_seed-1")
+    assert Setting((("dynamics", []),)).label == Setting((("dynamics", []),)).label
+    long = Setting(tuple((f"experiment.k{i}", "v" * 20) for i in range(10)))
+    assert len(long.label) == MAX_LABEL and long.label != Setting(long.values[:9]).label

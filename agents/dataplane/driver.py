@@ -1,0 +1,73 @@
+"""Runs an executor node over the transport: hands its messages to the
+Endpoint, feeds it what arrives, and measures what moved.
+
+The node (a TreeNode, or a coordinated one) is a state machine with
+`start`, `on_message`, `done`, `result` and `upstream`; this loop is the
+only place where it meets sockets.  Each piece received from a peer is
+timed from its first to its last segment and logged as an `xfer` event
+(the passive goodput measurement the probes and the coordinator use): the
+clock starts when the first segment is complete, so its bytes do not count.
+"""
+
+import time
+
+XFER_LOG_MIN_BYTES = 64 * 1024
+
+
+class _Transfer:
+    __slots__ = ("first", "first_bytes", "bytes", "segments")
+
+    def __init__(self, now, nbytes):
+        self.first = now
+        self.first_bytes = nbytes
+        self.bytes = 0
+        self.segments = 0
+
+
+class DataPlane:
+    def __init__(self, endpoint, node, log, segments_of=None):
+        """segments_of(piece) -> how many segments make one transfer of it."""
+        self.ep = endpoint
+        self.node = node
+        self.log = log
+        self.segments_of = segments_of
+        self.transfers = {}
+
+    def send(self, messages):
+        for dst, header, payload in messages:
+            self.ep.send(dst, header, payload)
+
+    def iteration(self, it, contribution=None, stop=False):
+        """Play this node's part in iteration `it`.  Returns (new model or
+        None, stop, latest contributor start, first new-value arrival)."""
+        started = time.monotonic()
+        self.send(self.node.start(it, contribution, stop, started))
+        first_down = None
+        while not self.node.done(it):
+            m = self.ep.recv(watch=self.node.upstream())
+            if m.header.get("type") == "dist" and m.header.get("it") == it and first_down is None:
+                first_down = m.last
+            self._account(m)
+            self.send(self.node.on_message(m.sender, m.header, m.payload))
+        values, stop, last_started = self.node.result(it)
+        return values, stop, last_started, first_down
+
+    def close(self):
+        self.ep.close()
+
+    def _account(self, m):
+        if m.payload is None or self.segments_of is None or "piece" not in m.header:
+            return
+        key = (m.sender, m.header["type"], m.header["it"], m.header["piece"])
+        t = self.transfers.get(key)
+        if t is None:
+            t = self.transfers[key] = _Transfer(m.last, m.payload.nbytes)
+        t.bytes += m.payload.nbytes
+        t.segments += 1
+        if t.segments < self.segments_of(m.header["piece"]):
+            return
+        del self.transfers[key]
+        seconds = m.last - t.first
+        if t.bytes >= XFER_LOG_MIN_BYTES and t.segments > 1 and seconds > 0:
+            self.log("xfer", peer=m.sender, bytes=t.bytes, seconds=seconds,
+                     goodput=(t.bytes - t.first_bytes) * 8 / seconds)

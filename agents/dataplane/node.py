@@ -1,0 +1,55 @@
+"""Builds an agent's executor node and its data plane from its config: the
+overlay says whether the plan is fixed (every agent computes the same one
+from the layout the runner wrote) or made on the fly with the coordinator."""
+
+import dataclasses
+
+from agents.dataplane.driver import DataPlane
+from agents.dataplane.tree import TreeNode, segments
+from agents.overlay import OVERLAYS
+from agents.overlay.layout import Layout
+from agents.sync import SCHEMES
+from agents.transport import Endpoint
+
+
+def segment_elements(cfg):
+    return max(1, cfg.transport.chunk_bytes // 4)
+
+
+def layout_of(cfg, size):
+    return dataclasses.replace(Layout.from_dict(cfg.layout), size=int(size))
+
+
+def build_node(cfg, initial, log):
+    """The executor for this agent; `initial` is the flat initial model."""
+    rule = SCHEMES[cfg.sync].Rule(initial, cfg.workload.lr, cfg.workload.momentum)
+    overlay = OVERLAYS[cfg.overlay]
+    layout = layout_of(cfg, initial.size)
+    if overlay.DYNAMIC:
+        return overlay.Node(cfg.name, layout, segment_elements(cfg), rule.fold,
+                            coordinator=cfg.coordinator.name)
+    plan = overlay.plan(layout)
+    if cfg.name in [p.root for p in plan.pieces]:
+        log("plan", overlay=overlay.NAME, plan=plan.to_dict())
+    return TreeNode(cfg.name, plan, segment_elements(cfg), rule.fold)
+
+
+def takes_part(cfg, size):
+    """False for an agent the overlay gives nothing to do (a server outside
+    a static plan)."""
+    overlay = OVERLAYS[cfg.overlay]
+    if overlay.DYNAMIC:
+        return overlay.takes_part(cfg.name, layout_of(cfg, size))
+    return cfg.name in overlay.plan(layout_of(cfg, size)).nodes
+
+
+def data_plane(cfg, node, log):
+    peers = {p.name: (p.host, p.port) for p in cfg.servers + cfg.workers if p.name != cfg.name}
+    if cfg.coordinator is not None:
+        peers[cfg.coordinator.name] = (cfg.coordinator.host, cfg.coordinator.port)
+    ep = Endpoint(cfg.name, cfg.host, cfg.port, peers, cfg.transport.chunk_bytes,
+                  cfg.transport.heartbeat_interval, cfg.transport.dead_after,
+                  cfg.transport.io_threads, log)
+    per_piece = {i: len(segments(a, b, segment_elements(cfg)))
+                 for i, (a, b) in enumerate(node.piece_ranges())}
+    return DataPlane(ep, node, log, segments_of=per_piece.get)

@@ -1,0 +1,219 @@
+"""The executor for plans of fixed trees: one node's part of every
+iteration, as a state machine that takes messages and returns the
+messages to send (no sockets here, so a test can deliver in any order).
+
+Per piece the model is cut into segments of at most `segment` elements:
+the unit that is summed, forwarded and counted.  A node adds its own
+contribution and each child's partial sum into one accumulator per
+segment and sends the segment up as soon as it holds every contribution
+of its subtree, so a relay forwards segment i while segment i+1 is still
+on its way and a tree of depth d does not cost d whole transfers.  The
+root folds a complete segment in with the sync rule only when it holds
+exactly N contributions, then sends the new values down the distribution
+tree, whose nodes forward each segment as it arrives.
+
+Messages (header fields; the payload is the segment's float32 values):
+  agg   it, piece, seg, count, stop, started   a partial sum of `count` contributions
+  dist  it, piece, seg, stop, started          new values from the root
+`stop` is any contributor's wish to end training, or-ed on the way up and
+handed back down, so every node ends after the same iteration.  `started`
+is the latest time a contributor in the sum began its synchronization
+(monotonic clocks are shared by all namespaces of the machine): a worker
+tells from it how long it waited for the slowest one.
+"""
+
+import numpy as np
+
+
+class AggregationError(RuntimeError):
+    """A segment was counted with more or fewer contributions than it should."""
+
+
+def segments(start, stop, segment):
+    return [(a, min(a + segment, stop)) for a in range(start, stop, segment)]
+
+
+class _Iteration:
+    def __init__(self):
+        self.acc = {}          # (piece, seg) -> float32 array
+        self.count = {}        # (piece, seg) -> contributions in acc
+        self.stop = {}         # (piece, seg) -> or of the stop wishes in acc
+        self.started = {}      # (piece, seg) -> latest start among the contributions in acc
+        self.sent_up = set()   # (piece, seg) sent to the parent or folded at the root
+        self.heard = {}        # (piece, seg) -> children whose partial sum arrived
+        self.down = set()      # (piece, seg) of new values held
+        self.values = None     # the new model, for a contributor
+        self.stop_down = False
+        self.last_started = 0.0
+        self.own = False
+
+
+class TreeNode:
+    """One node's part of a Plan.  `fold(start, stop, total, count)` is the
+    sync rule's root side (new values for that element range), needed only
+    where this node is a root."""
+
+    def __init__(self, name, plan, segment, fold=None):
+        self.name = name
+        self.plan = plan
+        self.fold = fold
+        self.contributor = name in plan.contributors
+        self.n = len(plan.contributors)
+        self.segs = []        # (piece index, seg index, start, stop)
+        for i, p in enumerate(plan.pieces):
+            for j, (a, b) in enumerate(segments(p.start, p.stop, segment)):
+                self.segs.append((i, j, a, b))
+        self.bounds = {(i, j): (a, b) for i, j, a, b in self.segs}
+        contributors = set(plan.contributors)
+        # A node whose subtree holds no contributor has nothing to send up.
+        self.expected = {i: p.subtree_contributors(name, contributors)
+                         for i, p in enumerate(plan.pieces) if p.in_aggregation(name)}
+        self.expected = {i: n for i, n in self.expected.items() if n}
+        self.agg_from = {i: set(p.agg_children(name)) for i, p in enumerate(plan.pieces)}
+        self.child_counts = {i: {c: p.subtree_contributors(c, contributors) for c in self.agg_from[i]}
+                             for i, p in enumerate(plan.pieces)}
+        self.dist_from = {i: p.dist_parent(name) for i, p in enumerate(plan.pieces)}
+        for i, p in enumerate(plan.pieces):
+            if p.root == name and fold is None:
+                raise ValueError(f"{name} is the root of piece {i} but has no sync rule")
+        self.iterations = {}
+
+    # ------------------------------------------------------------ queries
+
+    def _it(self, it):
+        if it not in self.iterations:
+            self.iterations[it] = _Iteration()
+        return self.iterations[it]
+
+    def roots(self):
+        """Indices of the pieces this node folds in."""
+        return [i for i, p in enumerate(self.plan.pieces) if p.root == self.name]
+
+    def piece_ranges(self):
+        return [(p.start, p.stop) for p in self.plan.pieces]
+
+    def upstream(self):
+        """The agents whose messages this node waits for."""
+        out = set()
+        for i in range(len(self.plan.pieces)):
+            out |= self.agg_from[i]
+            if self.dist_from[i]:
+                out.add(self.dist_from[i])
+        return sorted(out)
+
+    def done(self, it):
+        """True once this node has played its whole part in iteration `it`."""
+        state = self.iterations.get(it)
+        if state is None:
+            return False
+        for i, j, _, _ in self.segs:
+            piece = self.plan.pieces[i]
+            if i in self.expected and (i, j) not in state.sent_up:
+                return False
+            needs_values = self.contributor or piece.in_distribution(self.name)
+            if needs_values and (i, j) not in state.down:
+                return False
+        return True
+
+    def result(self, it):
+        """(new model vector or None, stop, the latest contributor's start)
+        of a finished iteration; forgets it."""
+        state = self.iterations.pop(it)
+        return state.values, state.stop_down, state.last_started
+
+    # ------------------------------------------------------------ events
+
+    def start(self, it, contribution=None, stop=False, started=0.0):
+        """Begin iteration `it` with this node's contribution (a contributor
+        must give one: the flat vector).  Returns messages to send."""
+        state = self._it(it)
+        out = []
+        if self.contributor:
+            if contribution is None or contribution.size != self.plan.size:
+                raise ValueError(f"{self.name} must contribute a vector of {self.plan.size} values")
+            if state.own:
+                raise AggregationError(f"{self.name} contributed twice to iteration {it}")
+            state.own = True
+            state.values = np.empty(self.plan.size, np.float32)
+            for i, j, a, b in self.segs:
+                out += self._add(it, state, i, j, contribution[a:b], 1, stop, started)
+        return out
+
+    def on_message(self, sender, header, payload):
+        kind, it = header["type"], header["it"]
+        i, j = header["piece"], header["seg"]
+        if (i, j) not in self.bounds:
+            raise AggregationError(f"{sender} sent piece {i} segment {j}, which the plan lacks")
+        state = self._it(it)
+        if kind == "agg":
+            if sender not in self.agg_from[i]:
+                raise AggregationError(f"{sender} is not a child of {self.name} for piece {i}")
+            heard = state.heard.setdefault((i, j), set())
+            if sender in heard:
+                raise AggregationError(f"{sender} sent piece {i} segment {j} of iteration {it} "
+                                       f"to {self.name} twice")
+            heard.add(sender)
+            if header["count"] != self.child_counts[i][sender]:
+                raise AggregationError(f"{sender}'s partial sum of piece {i} segment {j} holds "
+                                       f"{header['count']} contributions, not the "
+                                       f"{self.child_counts[i][sender]} of its subtree")
+            return self._add(it, state, i, j, payload, header["count"], header["stop"],
+                             header["started"])
+        if kind == "dist":
+            if sender != self.dist_from[i]:
+                raise AggregationError(f"{sender} is not {self.name}'s parent for piece {i}")
+            return self._down(it, state, i, j, payload, header["stop"], header["started"])
+        raise AggregationError(f"unknown data-plane message {kind!r} from {sender}")
+
+    # ------------------------------------------------------------ internals
+
+    def _add(self, it, state, i, j, values, count, stop, started):
+        key = (i, j)
+        if key in state.sent_up:
+            raise AggregationError(f"{self.name}: a contribution to piece {i} segment {j} of "
+                                   f"iteration {it} arrived after it was complete")
+        if key in state.acc:
+            state.acc[key] += values
+        else:
+            state.acc[key] = np.array(values, dtype=np.float32)
+        state.count[key] = state.count.get(key, 0) + count
+        state.stop[key] = state.stop.get(key, False) or bool(stop)
+        state.started[key] = max(state.started.get(key, 0.0), started)
+        want = self.expected[i]
+        if state.count[key] > want:
+            raise AggregationError(f"{self.name}: piece {i} segment {j} of iteration {it} holds "
+                                   f"{state.count[key]} contributions, more than {want}")
+        if state.count[key] < want or (self.contributor and not state.own):
+            return []
+        total = state.acc.pop(key)
+        count = state.count.pop(key)
+        stop = state.stop.pop(key)
+        started = state.started.pop(key)
+        state.sent_up.add(key)
+        piece = self.plan.pieces[i]
+        if piece.root != self.name:
+            return [(piece.parent[self.name],
+                     {"type": "agg", "it": it, "piece": i, "seg": j, "count": count, "stop": stop,
+                      "started": started},
+                     total)]
+        if count != self.n:
+            raise AggregationError(f"root {self.name}: piece {i} segment {j} of iteration {it} "
+                                   f"holds {count} contributions, not {self.n}")
+        a, b = self.bounds[key]
+        return self._down(it, state, i, j, self.fold(a, b, total, count), stop, started)
+
+    def _down(self, it, state, i, j, values, stop, started):
+        key = (i, j)
+        if key in state.down:
+            raise AggregationError(f"{self.name}: new values of piece {i} segment {j} of "
+                                   f"iteration {it} arrived twice")
+        state.down.add(key)
+        state.stop_down = state.stop_down or bool(stop)
+        state.last_started = max(state.last_started, started)
+        if state.values is not None:
+            a, b = self.bounds[key]
+            state.values[a:b] = values
+        values = np.ascontiguousarray(values, dtype=np.float32)
+        header = {"type": "dist", "it": it, "piece": i, "seg": j, "stop": bool(stop),
+                  "started": started}
+        return [(kid, header, values) for kid in self.plan.pieces[i].children.get(self.name, ())]

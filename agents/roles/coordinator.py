@@ -1,0 +1,82 @@
+"""Coordinator: one per experiment, in the server DC (as ps-lite's
+scheduler).  It answers the overlay's scheduling requests, keeps the
+network's view (the probes' estimates and the transfers the agents
+measure), and records every decision as an event.  Its messages travel
+over the emulated network like everything else."""
+
+import os
+import time
+
+from agents.events import EventTail
+from agents.overlay import OVERLAYS
+from agents.overlay.layout import Layout
+from agents.probe.matrix import MatrixSubscriber
+from agents.transport import Endpoint, RecvTimeout
+
+VIEW_EVERY = 5.0      # seconds between two records of the network's view
+
+
+class NetworkView:
+    """Per DC direction, the latest probe estimate and the latest goodput
+    of a real transfer, in bit/s."""
+
+    def __init__(self, probes, probe_pub_port, folder, agents):
+        self.sub = MatrixSubscriber([(p.host, probe_pub_port) for p in probes]) if probes else None
+        self.tails = [(EventTail(os.path.join(folder, f"{a.name}.jsonl")), a.dc) for a in agents]
+        self.dc_of = {a.name: a.dc for a in agents}
+        self.estimates = {}
+        self.transfers = {}
+
+    def update(self):
+        """True when something changed."""
+        changed = False
+        if self.sub is not None and self.sub.poll(0):
+            for (src, dst), est in self.sub.matrix.items():
+                changed |= self.estimates.get(f"{src}->{dst}") != est["bw"]
+                self.estimates[f"{src}->{dst}"] = est["bw"]
+        for tail, me in self.tails:
+            for e in tail.read():
+                src = self.dc_of.get(e.get("peer")) if e.get("ev") == "xfer" else None
+                if src and src != me:
+                    self.transfers[f"{src}->{me}"] = e["goodput"]
+                    changed = True
+        return changed
+
+    def close(self):
+        if self.sub is not None:
+            self.sub.close()
+
+
+def run(cfg, log):
+    overlay = OVERLAYS[cfg.overlay]
+    layout = Layout.from_dict(cfg.layout)
+    policy = overlay.Policy(layout, seed=cfg.workload.seed) if overlay.DYNAMIC else None
+    agents = cfg.servers + cfg.workers
+    view = NetworkView(cfg.probes, cfg.coordination.get("probe_pub_port", 0),
+                       os.path.dirname(cfg.events), agents)
+    ep = Endpoint(cfg.name, cfg.host, cfg.port, {a.name: (a.host, a.port) for a in agents},
+                  cfg.transport.chunk_bytes, cfg.transport.heartbeat_interval,
+                  cfg.transport.dead_after, cfg.transport.io_threads, log, source=cfg.host)
+    log("start", role="coordinator", dc=cfg.dc, overlay=overlay.NAME, schedules=policy is not None)
+    last_view = -VIEW_EVERY
+    try:
+        while True:
+            try:
+                m = ep.recv(timeout=0.5)
+            except RecvTimeout:
+                m = None
+            if m is not None:
+                if policy is None:
+                    raise RuntimeError(f"{m.sender} asked the coordinator of the static overlay "
+                                       f"{overlay.NAME} for a decision")
+                replies, decisions = policy.on_message(m.sender, m.header)
+                for dst, header in replies:
+                    ep.send(dst, header)
+                for d in decisions:
+                    log("decision", **d)
+            if time.monotonic() - last_view >= VIEW_EVERY and view.update():
+                log("view", estimates=dict(view.estimates), transfers=dict(view.transfers))
+                last_view = time.monotonic()
+    finally:
+        view.close()
+        ep.close()

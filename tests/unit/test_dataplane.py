@@ -1,0 +1,148 @@
+"""The tree executor: every contribution aggregated exactly once at the
+root, the new values reach every contributor, in any delivery order, for
+the star, MLNET and random trees."""
+
+import random
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agents.dataplane.plan import Piece, Plan, PlanError, even_cuts
+from agents.dataplane.tree import AggregationError, TreeNode
+from agents.overlay import mlnet, ps
+from agents.overlay.layout import Layout
+from tests.dataplane_sim import Recorder, run_iteration
+
+
+def nodes_of(plan, segment, rule):
+    return {n: TreeNode(n, plan, segment, rule.fold) for n in plan.nodes}
+
+
+def contributions(plan, rng):
+    return {c: rng.integers(-1000, 1000, plan.size).astype(np.float32) for c in plan.contributors}
+
+
+def check_exact(plan, segment, seed):
+    rule = Recorder()
+    rng = np.random.default_rng(seed)
+    given_ = contributions(plan, rng)
+    results = run_iteration(nodes_of(plan, segment, rule), given_, seed=seed)
+    exact = sum(given_.values())
+    folded = np.full(plan.size, np.nan, np.float32)
+    for start, stop, count, total in rule.folds:
+        assert count == len(plan.contributors)
+        assert np.isnan(folded[start:stop]).all(), "an element was folded twice"
+        folded[start:stop] = total
+    np.testing.assert_array_equal(folded, exact)
+    for name, values in results.items():
+        np.testing.assert_array_equal(values, exact, err_msg=name)
+
+
+def layout(**kw):
+    base = dict(size=10, workers=[["a-w0", "a"], ["b-w0", "b"], ["b-w1", "b"], ["c-w0", "c"]],
+                servers=[["a-s0", "a"]], server_dc="a", dcs=["a", "b", "c"],
+                links=[["a", "b", 1e7, 1e7, 0.01, 0.01], ["b", "c", 1e7, 1e7, 0.01, 0.01]])
+    base.update(kw)
+    return Layout(**base)
+
+
+def random_plan(rng, contributors, relays, size, pieces):
+    nodes = list(contributors) + list(relays)
+    out = []
+    for a, b in even_cuts(size, pieces):
+        order = nodes[:]
+        rng.shuffle(order)
+        root, rest = order[0], order[1:]
+        parent = {n: rng.choice(order[:i + 1]) for i, n in enumerate(rest)}
+        order = nodes[:]
+        rng.shuffle(order)
+        order.remove(root)
+        order.insert(0, root)
+        children = {}
+        for i, n in enumerate(order[1:]):
+            children.setdefault(rng.choice(order[:i + 1]), []).append(n)
+        out.append(Piece(a, b, root, parent, children))
+    return Plan(size, tuple(contributors), tuple(out)).validate()
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.integers(1, 7), st.integers(0, 3), st.integers(1, 40),
+       st.integers(1, 4), st.integers(1, 9))
+def test_random_trees_aggregate_every_contribution_exactly_once(seed, n, relays, size, pieces,
+                                                                segment):
+    rng = random.Random(seed)
+    plan = random_plan(rng, [f"w{i}" for i in range(n)], [f"r{i}" for i in range(relays)],
+                       size, pieces)
+    check_exact(plan, segment, seed)
+
+
+@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("overlay", [ps, mlnet])
+def test_static_overlays_aggregate_every_contribution_exactly_once(overlay, seed):
+    lay = layout(size=37, servers=[["a-s0", "a"], ["a-s1", "a"], ["c-s0", "c"]],
+                 options={"k": 1 + seed % 3})
+    check_exact(overlay.plan(lay), segment=1 + seed % 7, seed=seed)
+
+
+def test_a_relay_forwards_a_segment_before_the_next_one_arrives():
+    # w -> r -> s, three segments: r sends segment 0 up as soon as it has it.
+    plan = Plan(6, ("w",), (Piece(0, 6, "s", {"w": "r", "r": "s"}, {"s": ["r"], "r": ["w"]}),))
+    r = TreeNode("r", plan, 2, None)
+    out = r.on_message("w", {"type": "agg", "it": 0, "piece": 0, "seg": 0, "count": 1,
+                             "stop": False, "started": 0.0}, np.ones(2, np.float32))
+    assert [(dst, h["seg"], h["count"]) for dst, h, _ in out] == [("s", 0, 1)]
+    assert not r.done(0)
+
+
+def test_a_contribution_counted_twice_is_refused():
+    plan = Plan(2, ("w0", "w1"), (Piece(0, 2, "s", {"w0": "s", "w1": "s"},
+                                        {"s": ["w0", "w1"]}),))
+    s = TreeNode("s", plan, 2, Recorder().fold)
+    header = {"type": "agg", "it": 0, "piece": 0, "seg": 0, "count": 1, "stop": False,
+              "started": 0.0}
+    s.on_message("w0", header, np.ones(2, np.float32))
+    with pytest.raises(AggregationError, match="w0 sent piece 0 segment 0 of iteration 0 to s twice"):
+        s.on_message("w0", dict(header, count=1), np.ones(2, np.float32))
+
+
+def test_a_sum_with_too_many_contributions_is_refused():
+    plan = Plan(2, ("w0", "w1"), (Piece(0, 2, "s", {"w0": "s", "w1": "s"},
+                                        {"s": ["w0", "w1"]}),))
+    s = TreeNode("s", plan, 2, Recorder().fold)
+    with pytest.raises(AggregationError, match="holds 2 contributions, not the 1 of its subtree"):
+        s.on_message("w0", {"type": "agg", "it": 0, "piece": 0, "seg": 0, "count": 2,
+                            "stop": False, "started": 0.0}, np.ones(2, np.float32))
+
+
+def test_stop_and_the_latest_start_travel_up_and_back_down():
+    plan = ps.plan(layout(size=4))
+    nodes = nodes_of(plan, 2, Recorder())
+    msgs = []
+    for name in plan.contributors:
+        msgs += [(name, m) for m in nodes[name].start(0, np.zeros(4, np.float32),
+                                                      stop=name == "c-w0",
+                                                      started=5.0 if name == "b-w1" else 1.0)]
+    from tests.dataplane_sim import deliver
+    deliver(nodes, msgs, random.Random(0))
+    assert nodes["a-w0"].result(0)[1:] == (True, 5.0)
+
+
+def test_plans_that_lose_or_repeat_a_contribution_are_refused():
+    with pytest.raises(PlanError, match="does not reach the root"):
+        Plan(2, ("w0", "w1"), (Piece(0, 2, "s", {"w0": "s"}, {"s": ["w0", "w1"]}),)).validate()
+    with pytest.raises(PlanError, match="misses w1"):
+        Plan(2, ("w0", "w1"), (Piece(0, 2, "s", {"w0": "s", "w1": "s"}, {"s": ["w0"]}),)).validate()
+    with pytest.raises(PlanError, match="twice"):
+        Plan(2, ("w0",), (Piece(0, 2, "s", {"w0": "s"}, {"s": ["w0"], "w0": ["w0"]}),)).validate()
+    with pytest.raises(PlanError, match="cover"):
+        Plan(3, ("w0",), (Piece(0, 2, "s", {"w0": "s"}, {"s": ["w0"]}),)).validate()
+    with pytest.raises(PlanError, match="does not reach"):
+        Plan(2, ("w0", "w1"), (Piece(0, 2, "s", {"w0": "w1", "w1": "w0"},
+                                     {"s": ["w0", "w1"]}),)).validate()
+
+
+def test_plans_round_trip_through_json():
+    plan = mlnet.plan(layout())
+    assert Plan.from_dict(plan.to_dict()) == plan

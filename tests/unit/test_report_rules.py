@@ -1,0 +1,87 @@
+"""What the report and the comparison say about a run, from hand-built run folders."""
+
+import json
+import os
+
+import pytest
+from rich.console import Console
+
+from testbed import cli, report
+from testbed.runfolder import RunFolder
+
+WALL0 = 1_800_000_000.0      # wall clock at monotonic time 0 of the hand-built runs
+SPEC = {"name": "quickstart",
+        "datacenters": [{"name": "virginia", "workers": 1, "servers": 1},
+                        {"name": "tokyo", "workers": 2}],
+        "wan": [{"a": "virginia", "b": "tokyo", "ab": {"rate": 50e6}, "ba": {"rate": 50e6}}],
+        "experiment": {"sync": "ssgd", "overlay": "ps"}}
+
+
+def write_lines(path, records):
+    with open(path, "w") as f:
+        for r in records:
+            f.write(json.dumps(r) + "\n")
+
+
+def run_folder(root, name, iterations=True):
+    path = os.path.join(root, name)
+    os.makedirs(os.path.join(path, "agents"))
+    folder = RunFolder(path)
+    folder.write_json("spec.json", SPEC)
+    folder.set_status("completed")
+    event = {"agent": "tokyo-w0", "ev": "start", "role": "worker", "t": 0.0, "wall": WALL0}
+    events = [event]
+    if iterations:
+        events += [{"agent": "tokyo-w0", "ev": "iter", "it": i, "t": 1.0 + i, "wall": WALL0 + 1 + i,
+                    "compute": 0.1, "comm": 0.5, "wait": 0.1, "sync": 0.6} for i in range(20)]
+    folder.write_json("agents/tokyo-w0.json", {"role": "worker"})
+    write_lines(folder.agent_file("tokyo-w0", "jsonl"), events)
+    return folder
+
+
+def test_a_step_function_averages_by_the_time_each_value_held():
+    history = [(0.0, 50e6), (10.0, 5e6)]
+    assert report.time_weighted_mean(history, 0.0, 20.0) == pytest.approx(27.5e6)
+    assert report.time_weighted_mean(history, 5.0, 15.0) == pytest.approx(27.5e6)
+    assert report.time_weighted_mean(history, 12.0, 20.0) == pytest.approx(5e6)
+    assert report.time_weighted_mean([(3.0, 8e6)], 0.0, 2.0) == pytest.approx(8e6)
+
+
+def test_a_link_is_compared_with_its_configured_rate_over_the_same_time(tmp_path):
+    # virginia -> tokyo: 50 Mbit/s for 10 s, then cut to 5 (links.jsonl);
+    # it carried 30 Mbit/s, then 4.
+    folder = run_folder(str(tmp_path), "20261130-093012-quickstart")
+    samples, sent = [], 0
+    for t in range(21):
+        rate = 50e6 if t <= 10 else 5e6
+        samples.append({"t": float(t), "src": "virginia", "dst": "tokyo", "rate": rate,
+                        "up": True, "bytes": sent})
+        sent += (30e6 if t < 10 else 4e6) / 8
+    write_lines(folder.link_samples, samples)
+    write_lines(folder.links, [{"t": 10.0, "wall": WALL0 + 10.0, "src": "virginia", "dst": "tokyo",
+                                "rate": 5e6, "source": "dynamics"}])
+    wan = report.summarize(folder)["wan"]["virginia->tokyo"]
+    assert wan["mean_throughput"] == pytest.approx((10 * 30e6 + 10 * 4e6) / 20)    # 17 Mbit/s
+    assert wan["configured_rate_mean"] == pytest.approx(27.5e6)
+    assert wan["configured_rate_final"] == 5e6
+
+
+def test_a_run_in_which_no_iteration_finished_says_so_and_keeps_its_worker_count(tmp_path):
+    folder = run_folder(str(tmp_path), "20261130-093012-quickstart", iterations=False)
+    summary = report.summarize(folder)
+    assert summary["workers"] == 3 and summary["iterations"] == 0
+    console = Console(width=200, record=True)
+    console.print(cli.summary_table(summary, "run"))
+    text = console.export_text()
+    assert "3 workers" in text
+    assert "none finished" in text
+
+
+def test_compare_shows_whole_run_names_in_a_narrow_terminal(tmp_path):
+    names = ["20261130-093012-quickstart", "20261130-094501-quickstart"]
+    rows = [{"run": n, **{c: None for c in report.COMPARE_COLUMNS[1:]}} for n in names]
+    console = Console(width=80, record=True)
+    console.print(cli.compare_table(rows, report.COMPARE_COLUMNS))
+    text = console.export_text()
+    for n in names:
+        assert n in text
