@@ -272,7 +272,7 @@ def _configure(emulated):
         for switch in net.switches:
             run_in(switch, ["sysctl", "-q", "-w"] +
                    [f"net.bridge.bridge-nf-call-{t}=0" for t in capability.BRIDGE_NF])
-    for host in net.hosts:
+    for host in net.hosts + net.switches:
         run_in(host, ["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1",
                       "net.ipv6.conf.default.disable_ipv6=1"])
         for intf in host.intfList():
@@ -315,6 +315,27 @@ def _configure(emulated):
                              "src", lan_ip[r.node]])
     if plan.management:
         _configure_management(net, plan)
+    _wait_for_bridges(net)
+
+
+BRIDGE_READY_TIMEOUT = 10.0
+
+
+def _wait_for_bridges(net):
+    """Until every bridge port forwards.  A port whose far end came up only
+    now is still disabled for a moment; a frame sent then is lost, and the
+    first ARP request of a run would be retried a second later."""
+    deadline = time.monotonic() + BRIDGE_READY_TIMEOUT
+    for switch in net.switches:
+        while True:
+            ports = run_in(switch, ["bridge", "link", "show"], check=False).splitlines()
+            waiting = [p.split(":")[1].strip() for p in ports if "state forwarding" not in p]
+            if not waiting:
+                break
+            if time.monotonic() > deadline:
+                raise NetworkError(f"bridge ports {', '.join(waiting)} of {switch.name} do not "
+                                   f"forward after {BRIDGE_READY_TIMEOUT:g}s")
+            time.sleep(0.02)
 
 
 MANAGEMENT_TABLE = "100"
