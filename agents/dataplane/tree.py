@@ -70,9 +70,12 @@ class TreeNode:
                          for i, p in enumerate(plan.pieces) if p.in_aggregation(name)}
         self.expected = {i: n for i, n in self.expected.items() if n}
         self.agg_from = {i: set(p.agg_children(name)) for i, p in enumerate(plan.pieces)}
-        self.child_counts = {i: {c: p.subtree_contributors(c, contributors) for c in self.agg_from[i]}
+        self.child_counts = {i: {c: p.subtree_contributors(c, contributors)
+                                 for c in self.agg_from[i]}
                              for i, p in enumerate(plan.pieces)}
         self.dist_from = {i: p.dist_parent(name) for i, p in enumerate(plan.pieces)}
+        self.needs_values = {i: self.contributor or p.in_distribution(name)
+                             for i, p in enumerate(plan.pieces)}
         for i, p in enumerate(plan.pieces):
             if p.root == name and fold is None:
                 raise ValueError(f"{name} is the root of piece {i} but has no sync rule")
@@ -107,11 +110,9 @@ class TreeNode:
         if state is None:
             return False
         for i, j, _, _ in self.segs:
-            piece = self.plan.pieces[i]
             if i in self.expected and (i, j) not in state.sent_up:
                 return False
-            needs_values = self.contributor or piece.in_distribution(self.name)
-            if needs_values and (i, j) not in state.down:
+            if self.needs_values[i] and (i, j) not in state.down:
                 return False
         return True
 

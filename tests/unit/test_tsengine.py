@@ -1,10 +1,8 @@
 """TSEngine's coordinator rules by hand, and its executor aggregating every
 contribution exactly once in any delivery order."""
 
-import random
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
