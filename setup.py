@@ -19,6 +19,6 @@ setup(
         "matplotlib>=3.6",
         "networkx>=3.0",
     ],
-    extras_require={"test": ["pytest>=7", "pytest-timeout", "hypothesis>=6"]},
+    extras_require={"test": ["pytest>=7", "pytest-timeout", "hypothesis>=6", "scipy>=1.10"]},
     entry_points={"console_scripts": ["testbed=testbed.cli:main"]},
 )

@@ -460,6 +460,10 @@ def reproduce(recipe_id, quick, list_recipes, out_dir, delay_backend, runs_root)
         for rid, title in rep.recipes():
             out.print(f"{rid:20} {title}")
         return
+    try:
+        rep.recipe_path(recipe_id)          # a bad ID is refused before any progress bar
+    except RecipeError as e:
+        fail(str(e))
     tear_down_on_signals()
     with _progress_bar() as bar:
         task = bar.add_task(recipe_id, total=None)

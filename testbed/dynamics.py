@@ -23,11 +23,11 @@ import logging
 import math
 import os
 import random
-import stat
 import threading
 import time
 from dataclasses import dataclass
 
+from testbed.textfile import TextFileError, read_small_text
 from testbed.units import UnitError, parse_fraction, parse_rate, parse_time, shown
 
 log = logging.getLogger(__name__)
@@ -221,34 +221,11 @@ def _trace_row(row, where):
     return t, values
 
 
-FILE_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe"),
-              (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket"))
-
-
 def _small_text(path):
-    """The text of a regular file of at most MAX_TRACE_BYTES.  The kind of
-    file is checked before opening (a FIFO or a device would block or never
-    end) and again on the open descriptor, in case it was swapped between."""
-    def refuse_unless_regular(mode):
-        if not stat.S_ISREG(mode):
-            kind = next((k for test, k in FILE_KINDS if test(mode)), "not a regular file")
-            raise TraceError(f"trace {path} is {kind}, not a text file")
     try:
-        refuse_unless_regular(os.stat(path).st_mode)
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        with os.fdopen(fd, "rb") as f:
-            refuse_unless_regular(os.fstat(f.fileno()).st_mode)
-            data = f.read(MAX_TRACE_BYTES + 1)
-    except OSError as e:
-        raise TraceError(f"cannot read trace {path}: {e.strerror}") from None
-    if len(data) > MAX_TRACE_BYTES:
-        raise TraceError(f"trace {path} is over {MAX_TRACE_BYTES // 1024} KiB; a trace is smaller")
-    if b"\0" in data:
-        raise TraceError(f"trace {path} is not a text file")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise TraceError(f"trace {path} is not UTF-8 text") from None
+        return read_small_text(path, f"trace {path}", MAX_TRACE_BYTES)
+    except TextFileError as e:
+        raise TraceError(str(e)) from None
 
 
 def trace_period(points):

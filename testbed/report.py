@@ -211,7 +211,7 @@ def summarize(folder):
         "model_bytes": model_bytes,
         "sync_time": sync,
         "sync_bound": bound or None,
-        "sync_bound_cut": list(cut),
+        "sync_bound_pair": list(cut),
         "sync_over_bound": (sync / bound) if sync and bound else None,
         "final_accuracy": evals[-1]["accuracy"] if evals else None,
         "final_loss": evals[-1]["loss"] if evals else None,

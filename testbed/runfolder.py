@@ -58,11 +58,16 @@ class RunFolder:
         os.replace(tmp, self.file(name))
 
     def read_json(self, name, default=None):
+        """The file's JSON, or `default` when it is missing, broken or of
+        another kind than `default` (a list where a mapping belongs)."""
         try:
             with open(self.file(name)) as f:
-                return json.load(f)
+                value = json.load(f)
         except (OSError, ValueError):
             return default
+        if default is not None and not isinstance(value, type(default)):
+            return default
+        return value
 
     def set_status(self, status, reason="", **facts):
         """facts: more about how the run ended (stopped_by, target_reached)."""
@@ -84,7 +89,7 @@ def close_killed(path, reason):
     except OSError:
         pass
     folder = RunFolder(path)
-    if (folder.read_json("status.json") or {}).get("status") != "running":
+    if folder.read_json("status.json", {}).get("status") != "running":
         return False
     folder.set_status("killed", reason)
     return True

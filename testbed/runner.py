@@ -21,7 +21,7 @@ from agents.config import AgentConfig, Peer, Transport, Workload
 from agents.events import EventTail, read_events
 from agents.overlay.layout import Layout
 from testbed import control, dynamics, report, runend
-from testbed.emulation import capability, network
+from testbed.emulation import network
 from testbed.emulation.plan import shortest_next_hops
 from testbed.linksampler import LinkSampler
 from testbed.runfolder import RunFolder
@@ -338,7 +338,7 @@ def run(spec, runs_root, delay_backend="auto", show=print, say=print, on_folder=
     an interactive console once the agents run."""
     if spec.experiment is None:
         raise RunError("the topology has no experiment: section, so there is nothing to run")
-    capability.require_network_capabilities()  # before any folder is made
+    network.check_buildable(spec, delay_backend)  # before any folder is made
     with open(spec.source) as f:
         source_text = f.read()
     folder = RunFolder.create(runs_root, spec, source_text)

@@ -19,6 +19,7 @@ import yaml
 from testbed import dynamics as dynamics_section
 from testbed import experiment as experiment_section
 from testbed import presets
+from testbed.textfile import TextFileError, read_small_text
 from testbed.units import UnitError, parse_fraction, parse_rate, parse_size, parse_time, shown
 
 log = logging.getLogger(__name__)
@@ -168,21 +169,9 @@ class Spec:
 def load(path):
     """Read and validate a topo.yaml file; raises SpecError."""
     try:
-        # Read at most one byte past the cap, so /dev/zero or an endless pipe
-        # is refused instead of read forever.
-        with open(path, "rb") as f:
-            data = f.read(MAX_FILE_BYTES + 1)
-        if len(data) > MAX_FILE_BYTES:
-            raise SpecError("", f"{path} is over {MAX_FILE_BYTES} bytes; a topology file is smaller")
-        text = data.decode("utf-8")
-    except FileNotFoundError:
-        raise SpecError("", f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise SpecError("", f"{path} is a directory, not a topology file") from None
-    except UnicodeDecodeError:
-        raise SpecError("", f"{path} is not UTF-8 text") from None
-    except OSError as e:
-        raise SpecError("", f"{path}: {e.strerror}") from None
+        text = read_small_text(path, "the topology file", MAX_FILE_BYTES)
+    except TextFileError as e:
+        raise SpecError("", str(e)) from None
     stem = os.path.splitext(os.path.basename(path))[0]
     return loads(text, source=os.path.abspath(path), default_name=stem)
 

@@ -273,7 +273,8 @@ def attempt(p, run_one):
         made = sorted(run_folders(p.folder) - before)
         if not made:
             raise
-        log.warning("setting %s failed", p.setting.label, exc_info=True)
+        # The reason goes into the record; the traceback only into a debug log.
+        log.debug("setting %s failed", p.setting.label, exc_info=True)
         return made[-1], "failed", f"{type(e).__name__}: {e}"
     if not done:
         return None, "failed", "the run left no folder"

@@ -25,7 +25,7 @@ class UnitError(ValueError):
 
 def _split(text, units, kind, example):
     if isinstance(text, bool) or not isinstance(text, str):
-        raise UnitError(f"{text!r} is not a {kind} like {example}")
+        raise UnitError(f"{shown(text)} is not a {kind} like {example}")
     m = re.fullmatch(_NUMBER + r"([a-z]+)", text.strip().lower())
     if not m or m.group(2) not in units:
         raise UnitError(f"{shown(text)} is not a {kind} like {example}")

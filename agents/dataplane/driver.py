@@ -11,7 +11,7 @@ clock starts when the first segment is complete, so its bytes do not count.
 
 import time
 
-XFER_LOG_MIN_BYTES = 64 * 1024
+from agents.transport import XFER_LOG_MIN_BYTES
 
 
 class _Transfer:

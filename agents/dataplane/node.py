@@ -21,26 +21,24 @@ def layout_of(cfg, size):
 
 
 def build_node(cfg, initial, log):
-    """The executor for this agent; `initial` is the flat initial model."""
-    rule = SCHEMES[cfg.sync].Rule(initial, cfg.workload.lr, cfg.workload.momentum)
+    """The executor for this agent, or None where the overlay gives it
+    nothing to do (a server outside the plan); `initial` is the flat
+    initial model."""
     overlay = OVERLAYS[cfg.overlay]
     layout = layout_of(cfg, initial.size)
     if overlay.DYNAMIC:
+        if not overlay.takes_part(cfg.name, layout):
+            return None
+        rule = SCHEMES[cfg.sync].Rule(initial, cfg.workload.lr, cfg.workload.momentum)
         return overlay.Node(cfg.name, layout, segment_elements(cfg), rule.fold,
                             coordinator=cfg.coordinator.name)
     plan = overlay.plan(layout)
+    if cfg.name not in plan.nodes:
+        return None
     if cfg.name in [p.root for p in plan.pieces]:
         log("plan", overlay=overlay.NAME, plan=plan.to_dict())
+    rule = SCHEMES[cfg.sync].Rule(initial, cfg.workload.lr, cfg.workload.momentum)
     return TreeNode(cfg.name, plan, segment_elements(cfg), rule.fold)
-
-
-def takes_part(cfg, size):
-    """False for an agent the overlay gives nothing to do (a server outside
-    a static plan)."""
-    overlay = OVERLAYS[cfg.overlay]
-    if overlay.DYNAMIC:
-        return overlay.takes_part(cfg.name, layout_of(cfg, size))
-    return cfg.name in overlay.plan(layout_of(cfg, size)).nodes
 
 
 def data_plane(cfg, node, log):

@@ -92,19 +92,6 @@ class Plan:
                 out.update(kids)
         return sorted(out)
 
-    def neighbours(self, node):
-        """The agents `node` exchanges pieces with."""
-        out = set()
-        for p in self.pieces:
-            if node in p.parent:
-                out.add(p.parent[node])
-            out.update(p.agg_children(node))
-            out.update(p.children.get(node, ()))
-            up = p.dist_parent(node)
-            if up is not None:
-                out.add(up)
-        return sorted(out)
-
     def validate(self):
         """Raise PlanError unless every element is in exactly one piece, every
         aggregation tree leads each contributor to its root without a cycle,

@@ -2,6 +2,7 @@
 WAN as configured, as plain numbers (no testbed objects), so overlays are
 pure functions of it and the runner writes it into each agent's config."""
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -22,9 +23,7 @@ class Layout:
         return cls(**d)
 
     def to_dict(self):
-        return {"size": self.size, "workers": self.workers, "servers": self.servers,
-                "server_dc": self.server_dc, "dcs": self.dcs, "links": self.links,
-                "options": self.options}
+        return dataclasses.asdict(self)
 
     def option(self, key, default):
         return self.options.get(key, default)
@@ -32,12 +31,6 @@ class Layout:
     @property
     def worker_names(self):
         return [w for w, _ in self.workers]
-
-    def dc_of(self, agent):
-        for name, dc in self.workers + self.servers:
-            if name == agent:
-                return dc
-        raise KeyError(agent)
 
     def wan(self):
         """The WAN as a networkx DiGraph: an edge per direction with its

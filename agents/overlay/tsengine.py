@@ -189,7 +189,6 @@ class _Piece:
         self.folded = set()        # root: segments folded
         self.values = None         # the new values, once whole
         self.got = set()           # segments of new values held
-        self.from_ = None          # who sent them
         self.asking = False        # a distribution ask or transfer is in flight
         self.over = False          # the coordinator said the distribution round is over
         self.sending_to = None     # (receiver, bytes, time sent)
@@ -363,7 +362,6 @@ class Node:
         a = self.pieces[i][0]
         p.values[s - a:e - a] = payload
         p.got.add(j)
-        p.from_ = sender
         state["stop"] = state["stop"] or bool(header["stop"])
         state["started"] = max(state["started"], header["started"])
         if len(p.got) < len(self.segs[i]):

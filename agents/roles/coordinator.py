@@ -7,10 +7,10 @@ over the emulated network like everything else."""
 import os
 import time
 
-from agents.events import EventTail
 from agents.overlay import OVERLAYS
 from agents.overlay.layout import Layout
 from agents.probe.matrix import MatrixSubscriber
+from agents.probe.passive import PassiveReader
 from agents.transport import Endpoint, RecvTimeout
 
 VIEW_EVERY = 5.0      # seconds between two records of the network's view
@@ -22,8 +22,11 @@ class NetworkView:
 
     def __init__(self, probes, probe_pub_port, folder, agents):
         self.sub = MatrixSubscriber([(p.host, probe_pub_port) for p in probes]) if probes else None
-        self.tails = [(EventTail(os.path.join(folder, f"{a.name}.jsonl")), a.dc) for a in agents]
-        self.dc_of = {a.name: a.dc for a in agents}
+        dc_of = {a.name: a.dc for a in agents}
+        # What each DC's agents received, like each DC's probe reads it.
+        self.readers = {dc: PassiveReader([os.path.join(folder, f"{a.name}.jsonl")
+                                           for a in agents if a.dc == dc], dc_of)
+                        for dc in sorted(set(dc_of.values()))}
         self.estimates = {}
         self.transfers = {}
 
@@ -32,13 +35,14 @@ class NetworkView:
         changed = False
         if self.sub is not None and self.sub.poll(0):
             for (src, dst), est in self.sub.matrix.items():
+                if not est.get("settled", True):
+                    continue        # a start-up guess, published only to size trains
                 changed |= self.estimates.get(f"{src}->{dst}") != est["bw"]
                 self.estimates[f"{src}->{dst}"] = est["bw"]
-        for tail, me in self.tails:
-            for e in tail.read():
-                src = self.dc_of.get(e.get("peer")) if e.get("ev") == "xfer" else None
-                if src and src != me:
-                    self.transfers[f"{src}->{me}"] = e["goodput"]
+        for dst, reader in self.readers.items():
+            for src, _, goodput in reader.read():
+                if src != dst:
+                    self.transfers[f"{src}->{dst}"] = goodput
                     changed = True
         return changed
 

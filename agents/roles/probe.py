@@ -19,9 +19,9 @@ import time
 
 import zmq
 
-from agents.events import EventTail
 from agents.probe import matrix, schedule
 from agents.probe.estimator import Estimator
+from agents.probe.passive import PassiveReader
 
 MAGIC = b"TBPR"
 HEAD = struct.Struct("!4sBIHHd")        # magic, kind, train id, seq, count, sent (monotonic)
@@ -85,23 +85,6 @@ def kernel_time(anc):
             sec, nsec = struct.unpack("qq", data[:16])
             return sec + nsec * 1e-9
     return time.time()
-
-
-class PassiveReader:
-    """New `xfer` events from the event files of the agents in this DC."""
-
-    def __init__(self, paths, dc_of):
-        self.tails = [EventTail(p) for p in paths]
-        self.dc_of = dc_of
-
-    def read(self):
-        out = []
-        for tail in self.tails:
-            for e in tail.read():
-                src = self.dc_of.get(e.get("peer")) if e.get("ev") == "xfer" else None
-                if src:
-                    out.append((src, e["t"], e["goodput"]))
-        return out
 
 
 def run(cfg, log):

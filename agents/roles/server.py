@@ -4,17 +4,16 @@ elsewhere it aggregates and relays for the nodes below it."""
 
 import time
 
-from agents.dataplane.node import build_node, data_plane, takes_part
+from agents.dataplane.node import build_node, data_plane
 from agents.workload import parameters_for
 
 
 def run(cfg, log):
     params = parameters_for(cfg.workload)
-    initial = params.pack(list(params.shapes), params.initial)
-    if not takes_part(cfg, initial.size):
+    node = build_node(cfg, params.pack(list(params.shapes), params.initial), log)
+    if node is None:
         log("done", iterations=0, reason=f"{cfg.overlay} gives this server no part")
         return
-    node = build_node(cfg, initial, log)
     plane = data_plane(cfg, node, log)
     log("start", role="server", rank=cfg.rank, dc=cfg.dc, roots=node.roots(),
         bytes=sum(params.sizes().values()))

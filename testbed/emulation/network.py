@@ -177,16 +177,23 @@ def all_shells_alive(net):
     return all(n.shell is not None and n.shell.poll() is None for n in net.hosts + net.switches)
 
 
-def build(spec, delay_backend="auto", link_log=None, run_dir=None):
-    """Bring the Spec's network up; returns an EmulatedNetwork.  On any
-    failure everything created so far is removed before the error rises.
-    run_dir, the run folder if there is one, is recorded for `testbed clean`."""
+def check_buildable(spec, delay_backend="auto"):
+    """The delay backend the Spec's network would use; raises CapabilityError
+    (one sentence) when this machine cannot build it.  Touches nothing."""
     capability.require_network_capabilities()
     backend_name = capability.choose_delay_backend(delay_backend)
     if spec.lan.delay > 0 and backend_name != "netem":
         raise capability.CapabilityError(
             "lan.delay needs the kernel's sch_netem, which this machine lacks; the delay "
             "line emulates WAN links only: remove lan.delay or load sch_netem")
+    return backend_name
+
+
+def build(spec, delay_backend="auto", link_log=None, run_dir=None):
+    """Bring the Spec's network up; returns an EmulatedNetwork.  On any
+    failure everything created so far is removed before the error rises.
+    run_dir, the run folder if there is one, is recorded for `testbed clean`."""
+    backend_name = check_buildable(spec, delay_backend)
     from mininet.log import setLogLevel
     setLogLevel("error")
 

@@ -30,7 +30,8 @@ import time
 from testbed.emulation.plan import PREFIX, run_prefix
 from testbed.runfolder import close_killed
 
-STATE_ROOT = os.environ.get("TESTBED_STATE_DIR", "/run/geo-testbed")
+DEFAULT_STATE_ROOT = "/run/geo-testbed"
+STATE_ROOT = os.environ.get("TESTBED_STATE_DIR", DEFAULT_STATE_ROOT)
 RUN_ID_RE = re.compile(r"[0-9a-f]{4}")
 LINK_ID_RE = re.compile(rf"^{PREFIX}([0-9a-f]{{4}})[a-z]")
 # The last word of a Mininet host's shell: "mininet:<node>", nodes named by plan.py.
@@ -108,9 +109,6 @@ class RunState:
             inodes.append(os.stat(path).st_ino)
         self.note("netns", *inodes)
 
-    def runner_alive(self):
-        return matches(self.data.get("runner"))
-
 
 # ------------------------------------------------------------ identities
 
@@ -125,9 +123,9 @@ def identity(pid):
 def matches(ident):
     """Is the process that ident recorded still alive, with the same start
     time and command line (so not a later process that reuses its pid)?"""
-    if not ident:
+    if not isinstance(ident, dict) or not isinstance(ident.get("pid"), int):
         return False
-    return start_time(ident["pid"]) == ident["start"] and command(ident["pid"]) == ident["cmd"]
+    return start_time(ident["pid"]) == ident.get("start") and command(ident["pid"]) == ident.get("cmd")
 
 
 def start_time(pid):
@@ -370,7 +368,10 @@ def close_run_folder(data):
 def clean(include_running=False):
     """Remove the objects of every run whose runner is gone (all runs with
     include_running), plus processes the testbed's naming proves are a run's
-    that has no state file.  Idempotent.  Returns ({run_id: removed}, skipped)."""
+    that has no state file.  That last sweep runs only over the machine's
+    own state root: under another one (TESTBED_STATE_DIR) the runs of the
+    default root are invisible, and a live one would look orphaned.
+    Idempotent.  Returns ({run_id: removed}, skipped)."""
     report = {}
     skipped = set()
     if os.path.isdir(STATE_ROOT):
@@ -381,12 +382,16 @@ def clean(include_running=False):
                 data = RunState.read(rid).data
             except (OSError, ValueError):
                 data = {}
+            if not isinstance(data, dict):
+                data = {}
             alive = matches(data.get("runner"))
             if alive and not include_running:
                 skipped.add(rid)
                 continue
             folder = {} if alive else close_run_folder(data)
             report[rid] = {**remove_run(rid, data), **folder}
+    if STATE_ROOT != DEFAULT_STATE_ROOT:
+        return report, skipped
     orphans = {named_run(command(pid)) for pid in _pids()} - {None}
     for rid in sorted(orphans - skipped - set(report)):
         report[rid] = remove_run(rid, {})

@@ -213,9 +213,9 @@ def test_a_node_whose_shell_died_does_not_hang_teardown():
     wan: [{between: [east, west], bw: 20mbit, delay: 5ms}]
     """))
     rid = net.state.run_id
+    st = read_state(rid)
     shell = net.node("east-w0").shell
     os.kill(shell.pid, signal.SIGKILL)
     shell.wait()
     net.stop()           # Mininet alone would wait for this shell's prompt forever
-    assert not os.path.exists(os.path.join(statemod.STATE_ROOT, rid))
-    assert root_links_with(f"tb{rid}") == []
+    assert_gone(rid, st)
