@@ -21,6 +21,7 @@ selftest: install
 
 bench: install
 	$(VENV)/bin/python benchmarks/transport_goodput.py
+	$(VENV)/bin/python benchmarks/delay_line.py
 
 clean:
 	$(TESTBED) clean

@@ -19,6 +19,10 @@ setup(
         "matplotlib>=3.6",
         "networkx>=3.0",
     ],
-    extras_require={"test": ["pytest>=7", "pytest-timeout", "hypothesis>=6", "scipy>=1.10"]},
+    extras_require={
+        # Sweeps across machines (`--cluster`); checked with Ray 2.60.
+        "cluster": ["ray>=2.60,<3"],
+        "test": ["pytest>=7", "pytest-timeout", "hypothesis>=6", "scipy>=1.10", "ray>=2.60,<3"],
+    },
     entry_points={"console_scripts": ["testbed=testbed.cli:main"]},
 )

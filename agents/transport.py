@@ -11,8 +11,17 @@ The transport knows nothing about algorithms.  It counts bytes per peer,
 times every received message (first to last chunk) as a passive goodput
 measurement, and tells a dead peer (silent past `dead_after`, heartbeats
 included) from a slow one.
+
+Queued mode (`queued=True`, for overlays that route by backlog): each
+peer's socket holds at most one chunk (send high-water mark 1, a small
+kernel send buffer) and the rest waits in an application queue per peer,
+so `queue_length(peer)` is the real backlog towards that peer.  A message
+whose header asks for `stamp` gets the wall-clock time its first chunk
+left that queue as `sent`, and the receiver adds `arrived` when its last
+chunk is in: a one-way transfer time free of the time it queued.
 """
 
+import collections
 import itertools
 import json
 import threading
@@ -25,6 +34,11 @@ import zmq
 HEARTBEAT_SUFFIX = "#hb"
 # Messages smaller than this are not logged as transfers (control traffic).
 XFER_LOG_MIN_BYTES = 64 * 1024
+# Kernel send buffer of a queued socket: small, so the backlog stays in the
+# application queue where it can be seen.
+QUEUED_SNDBUF = 256 * 1024
+# Seconds a closing endpoint waits, at most, for its queued messages to leave.
+CLOSE_LINGER = 60.0
 
 
 class PeerDead(RuntimeError):
@@ -49,6 +63,14 @@ class Message:
 
 
 @dataclass
+class _Outgoing:
+    meta: dict
+    view: memoryview
+    chunks: list
+    next: int = 0
+
+
+@dataclass
 class _Partial:
     header: dict
     buf: np.ndarray
@@ -67,13 +89,16 @@ def split(nbytes, chunk_bytes):
 
 class Endpoint:
     def __init__(self, name, host, port, peers, chunk_bytes=1 << 20, heartbeat_interval=0.5,
-                 dead_after=5.0, io_threads=1, log=None, first_contact_grace=60.0, source=None):
+                 dead_after=5.0, io_threads=1, log=None, first_contact_grace=60.0, source=None,
+                 queued=False):
         """peers: {name: (host, port)} of everyone this agent talks to.
         A peer never heard from may still be starting, so it is presumed
         dead only after `first_contact_grace` (at least `dead_after`)
         counted from our own start.  `source`, an address of this host,
         is where our own connections leave from (routing may depend on it)."""
         self.source = source
+        self.queued = queued
+        self.outgoing = {}            # peer -> deque of _Outgoing (queued mode)
         self.name = name
         self.chunk_bytes = int(chunk_bytes)
         self.dead_after = dead_after
@@ -95,15 +120,22 @@ class Endpoint:
         self.bytes_sent = {p: 0 for p in self.peers}
         self.bytes_received = {p: 0 for p in self.peers}
         self._stop = threading.Event()
+        # Heartbeats have a context of their own, so they go on while a
+        # closing endpoint waits for its last data to leave.
+        self.hb_ctx = zmq.Context(1)
         self._hb_thread = threading.Thread(target=self._heartbeats, args=(heartbeat_interval,),
                                            daemon=True)
         self._hb_thread.start()
 
-    def _dealer(self, identity, host, port):
-        s = self.ctx.socket(zmq.DEALER)
+    def _dealer(self, identity, host, port, ctx=None):
+        s = (ctx or self.ctx).socket(zmq.DEALER)
         s.setsockopt(zmq.IDENTITY, identity.encode())
         s.setsockopt(zmq.LINGER, 0)
-        s.setsockopt(zmq.SNDHWM, 0)
+        if self.queued:
+            s.setsockopt(zmq.SNDHWM, 1)
+            s.setsockopt(zmq.SNDBUF, QUEUED_SNDBUF)
+        else:
+            s.setsockopt(zmq.SNDHWM, 0)
         s.connect(f"tcp://{self.source}:0;{host}:{port}" if self.source else f"tcp://{host}:{port}")
         return s
 
@@ -116,22 +148,60 @@ class Endpoint:
         sock = self.dealers[peer]
         msg = next(self._msg_ids)
         if payload is None:
-            sock.send_multipart([json.dumps({**header, "msg": msg, "nchunks": 0}).encode()])
+            out = _Outgoing({**header, "msg": msg, "nchunks": 0}, None, [])
+        else:
+            arr = np.ascontiguousarray(payload)
+            chunks = split(arr.nbytes, self.chunk_bytes)
+            meta = {**header, "msg": msg, "nchunks": len(chunks), "nbytes": arr.nbytes,
+                    "dtype": arr.dtype.str, "shape": list(arr.shape)}
+            self.bytes_sent[peer] = self.bytes_sent.get(peer, 0) + arr.nbytes
+            out = _Outgoing(meta, memoryview(arr).cast("B"), chunks)
+        if not self.queued:
+            self._send_chunks(sock, out, block=True)
             return
-        arr = np.ascontiguousarray(payload)
-        view = memoryview(arr).cast("B")
-        chunks = split(arr.nbytes, self.chunk_bytes)
-        meta = {**header, "msg": msg, "nchunks": len(chunks), "nbytes": arr.nbytes,
-                "dtype": arr.dtype.str, "shape": list(arr.shape)}
-        for i, (off, length) in enumerate(chunks):
-            head = json.dumps({**meta, "chunk": i, "offset": off}).encode()
-            sock.send_multipart([head, view[off:off + length]], copy=False)
-        self.bytes_sent[peer] = self.bytes_sent.get(peer, 0) + arr.nbytes
+        queue = self.outgoing.setdefault(peer, collections.deque())
+        queue.append(out)
+        if len(queue) == 1:
+            self.pump(peer)
+
+    def _send_chunks(self, sock, out, block):
+        """Send out's chunks from its next one on; False when the socket is
+        full (queued mode) before the last one."""
+        flags = 0 if block else zmq.NOBLOCK
+        if not out.chunks:
+            try:
+                sock.send_multipart([json.dumps(out.meta).encode()], flags=flags)
+            except zmq.Again:
+                return False
+            return True
+        while out.next < len(out.chunks):
+            off, length = out.chunks[out.next]
+            if out.next == 0 and out.meta.pop("stamp", False):
+                out.meta["sent"] = time.time()
+            head = json.dumps({**out.meta, "chunk": out.next, "offset": off}).encode()
+            try:
+                sock.send_multipart([head, out.view[off:off + length]], copy=False, flags=flags)
+            except zmq.Again:
+                return False
+            out.next += 1
+        return True
+
+    def pump(self, peer):
+        """Move queued chunks to peer's socket while it takes them."""
+        queue = self.outgoing.get(peer)
+        while queue:
+            if not self._send_chunks(self.dealers[peer], queue[0], block=False):
+                return
+            queue.popleft()
+
+    def queue_length(self, peer):
+        """Messages waiting for peer, the one being sent included."""
+        return len(self.outgoing.get(peer, ()))
 
     def _heartbeats(self, interval):
         # Its own sockets: ZeroMQ sockets belong to one thread, and a
         # heartbeat must not wait behind a large tensor on the data socket.
-        socks = {p: self._dealer(self.name + HEARTBEAT_SUFFIX, h, port)
+        socks = {p: self._dealer(self.name + HEARTBEAT_SUFFIX, h, port, self.hb_ctx)
                  for p, (h, port) in self.peers.items()}
         try:
             while not self._stop.wait(interval):
@@ -153,7 +223,7 @@ class Endpoint:
         while True:
             now = time.monotonic()
             wait = 0.2 if deadline is None else max(0.0, min(0.2, deadline - now))
-            if self.router.poll(int(wait * 1000)):
+            if self._poll(int(wait * 1000)):
                 while True:
                     try:
                         frames = self.router.recv_multipart(zmq.NOBLOCK, copy=False)
@@ -168,6 +238,22 @@ class Endpoint:
             self._check_alive(watch, time.monotonic())
             if deadline is not None and time.monotonic() >= deadline:
                 raise RecvTimeout(f"nothing received in {timeout:.1f}s")
+
+    def _poll(self, timeout_ms):
+        """Wait for input; in queued mode also feed sockets that can take
+        more.  True when input is waiting."""
+        backlog = [p for p, q in self.outgoing.items() if q]
+        if not backlog:
+            return bool(self.router.poll(timeout_ms))
+        poller = zmq.Poller()
+        poller.register(self.router, zmq.POLLIN)
+        for p in backlog:
+            poller.register(self.dealers[p], zmq.POLLOUT)
+        ready = dict(poller.poll(timeout_ms))
+        for p in backlog:
+            if self.dealers[p] in ready:
+                self.pump(p)
+        return self.router in ready
 
     def _check_alive(self, watch, now):
         for peer in watch:
@@ -205,6 +291,8 @@ class Endpoint:
         payload = part.buf.view(np.dtype(header["dtype"])).reshape(header["shape"])
         for k in ("chunk", "offset"):
             part.header.pop(k, None)
+        if "sent" in part.header:
+            part.header["arrived"] = time.time()
         if part.received >= XFER_LOG_MIN_BYTES and part.chunks > 1 and now > part.first:
             # The clock starts when the first chunk is complete, so its bytes
             # are not counted in the goodput.
@@ -212,10 +300,29 @@ class Endpoint:
                      goodput=(part.received - part.first_bytes) * 8 / (now - part.first))
         return Message(sender, part.header, payload, part.first, now)
 
-    def close(self):
+    def flush(self, timeout=10.0):
+        """Hand every queued message to its socket (queued mode), waiting
+        at most `timeout` seconds for peers to take them."""
+        deadline = time.monotonic() + timeout
+        while any(self.outgoing.values()) and time.monotonic() < deadline:
+            poller = zmq.Poller()
+            for p, q in self.outgoing.items():
+                if q:
+                    poller.register(self.dealers[p], zmq.POLLOUT)
+            for sock, _ in poller.poll(100):
+                self.pump(next(p for p, s in self.dealers.items() if s is sock))
+
+    def close(self, drain=True):
+        """Close.  With `drain` (a normal end), what is still queued is a
+        peer's last model: it must leave before we do, however slow the
+        link, and only a peer that stopped reading (dead) makes us wait the
+        whole time.  Without (stopped, failed), nothing waits."""
+        linger = max(self.dead_after, CLOSE_LINGER) if drain else 0.0
+        self.flush(timeout=linger)
+        for s in self.dealers.values():
+            s.close(linger=int(linger * 1000))
+        self.router.close(0)
+        self.ctx.term()          # returns once the data has left (or the linger is over)
         self._stop.set()
         self._hb_thread.join(timeout=2)
-        for s in self.dealers.values():
-            s.close(linger=2000)  # let goodbyes already queued reach their peers
-        self.router.close(0)
-        self.ctx.term()
+        self.hb_ctx.term()

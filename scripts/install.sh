@@ -20,7 +20,8 @@ case "$torch_variant" in
 esac
 
 # iptables: a test proves the host's firewall rules never see emulated traffic.
-apt_packages="mininet iperf3 iputils-ping bridge-utils ethtool iproute2 net-tools procps iptables python3 python3-venv python3-pip"
+# gcc, libc6-dev: the compiled delay line (testbed-delayline).
+apt_packages="mininet iperf3 iputils-ping bridge-utils ethtool iproute2 net-tools procps iptables python3 python3-venv python3-pip gcc libc6-dev"
 missing=""
 for p in $apt_packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
@@ -49,4 +50,6 @@ elif ! "$venv/bin/pip" install -q --dry-run --no-index --no-deps "$torch_pin" >/
   "$venv/bin/pip" install -q --extra-index-url https://download.pytorch.org/whl/cpu "$torch_pin+cpu"
 fi
 "$venv/bin/pip" install -q -e ".[test]"
+# The delay line where the kernel has no netem; the Python one is the fallback.
+cc -O2 -Wall -o "$venv/bin/testbed-delayline" testbed/emulation/delayline.c -lm
 echo "geo-testbed installed: $(cd "$venv" && pwd)/bin/testbed"

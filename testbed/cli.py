@@ -4,6 +4,7 @@ Errors a user can cause are one sentence on stderr and exit code 2 (bad
 input) or 1 (the machine cannot do it); never a traceback.
 """
 
+import contextlib
 import os
 import signal
 import sys
@@ -175,7 +176,8 @@ def selftest(file, delay_backend, seconds):
     out.print(table)
     out.print("expected goodput = wire rate x 1448/1514 (TCP payload per full frame); "
               "expected RTT = sum of both one-way delays"
-              + ("; relay CPU = share of one core while that direction runs at full rate"
+              + ("; relay CPU = the delay line process's share of one core while that "
+                 "direction runs at full rate (the compiled one is one process for all links)"
                  if relays else ""))
     if not all(r.ok for r in results):
         fail("the emulated links are off their configuration", EXIT_CANNOT)
@@ -191,6 +193,8 @@ FORMATS = {"s": lambda v: f"{v:.2f}s", "ms": lambda v: f"{v * 1e3:.0f}ms",
 def _fmt(value, kind):
     if value is None:
         return "-"
+    if isinstance(value, dict) and "name" in value:      # a recipe's variant
+        return str(value["name"])
     if isinstance(value, (int, float)) and not isinstance(value, bool) and kind in FORMATS:
         return FORMATS[kind](value)
     return str(value)
@@ -409,16 +413,50 @@ def _sweep_table(rows, title):
     return table
 
 
+cluster_option = click.option(
+    "--cluster", "cluster_address", default=None, metavar="ADDRESS",
+    help="run each setting as a task on this Ray cluster (HEAD:6379, or auto), one per machine "
+         "that offers the 'testbed' resource")
+
+
+@contextlib.contextmanager
+def _executor(address, delay_backend):
+    """How a sweep's settings run: here one after another (None), or as
+    tasks on a Ray cluster, which the sweep joins and leaves."""
+    if address is None:
+        yield None
+        return
+    from testbed import cluster
+    try:
+        units = cluster.connect(address)
+    except cluster.AddressError as e:
+        fail(str(e))
+    except cluster.ClusterError as e:
+        fail(str(e), EXIT_CANNOT)
+    tear_down_on_signals()      # ray.init put in a SIGTERM handler that exits without cleaning up
+    out.print(f"cluster {address}: {units} machine(s) offer the '{cluster.RESOURCE}' resource")
+    try:
+        yield cluster.executor(delay_backend)
+    except cluster.ClusterError as e:
+        fail(str(e), EXIT_CANNOT)
+    except KeyboardInterrupt:
+        fail("interrupted: the cluster's tasks were cancelled and their networks torn down",
+             EXIT_CANNOT)
+    finally:
+        cluster.disconnect()
+
+
 @main.command()
 @click.argument("recipe_file", type=click.Path(dir_okay=False))
 @click.option("--quick", is_flag=True, help="the recipe's scaled-down version")
 @backend_option
 @click.option("--runs", "runs_root", default=RUNS_ROOT, show_default=True)
-def sweep(recipe_file, quick, delay_backend, runs_root):
+@cluster_option
+def sweep(recipe_file, quick, delay_backend, runs_root, cluster_address):
     """Run a recipe's cross product of settings, one experiment at a time;
     re-running skips settings already completed."""
     from testbed import reproduce as rep
-    from testbed.sweep import RecipeError, load_recipe, run_sweep
+    from testbed.sweep import RecipeError, load_recipe, run_locally, run_sweep
 
     try:
         recipe = load_recipe(recipe_file, quick=quick)
@@ -426,17 +464,14 @@ def sweep(recipe_file, quick, delay_backend, runs_root):
         fail(str(e))
     tear_down_on_signals()
     sweep_dir = os.path.join(runs_root, "sweeps", recipe.id + ("-quick" if quick else ""))
-    with _progress_bar() as bar:
+    with _executor(cluster_address, delay_backend) as execute, _progress_bar() as bar:
         task = bar.add_task(recipe.id, total=len(recipe.settings()))
-
-        def run_one(planned):
-            from testbed import runner
-            return runner.run(planned.spec, planned.folder, delay_backend, show=lambda line: None,
-                              say=lambda line: None).folder.path
         try:
-            record = run_sweep(recipe, sweep_dir, run_one,
+            record = run_sweep(recipe, sweep_dir,
+                               lambda planned: run_locally(planned, delay_backend),
                                lambda done, total, text: bar.update(task, completed=done,
-                                                                    description=f"{recipe.id}: {text}"))
+                                                                    description=f"{recipe.id}: {text}"),
+                               execute)
         except RecipeError as e:
             fail(str(e))
         except CapabilityError as e:
@@ -451,7 +486,8 @@ def sweep(recipe_file, quick, delay_backend, runs_root):
 @click.option("--out", "out_dir", default=None, help="where the figure and table go")
 @backend_option
 @click.option("--runs", "runs_root", default=RUNS_ROOT, show_default=True)
-def reproduce(recipe_id, quick, list_recipes, out_dir, delay_backend, runs_root):
+@cluster_option
+def reproduce(recipe_id, quick, list_recipes, out_dir, delay_backend, runs_root, cluster_address):
     """Run a figure recipe from results/ and redraw its figure."""
     from testbed import reproduce as rep
     from testbed.sweep import RecipeError
@@ -465,13 +501,14 @@ def reproduce(recipe_id, quick, list_recipes, out_dir, delay_backend, runs_root)
     except RecipeError as e:
         fail(str(e))
     tear_down_on_signals()
-    with _progress_bar() as bar:
+    with _executor(cluster_address, delay_backend) as execute, _progress_bar() as bar:
         task = bar.add_task(recipe_id, total=None)
         try:
             rows, files = rep.reproduce(
                 recipe_id, quick, runs_root, out_dir, delay_backend, say=out.print,
                 progress=lambda done, total, text: bar.update(task, completed=done, total=total,
-                                                              description=f"{recipe_id}: {text}"))
+                                                              description=f"{recipe_id}: {text}"),
+                execute=execute)
         except RecipeError as e:
             fail(str(e))
         except CapabilityError as e:

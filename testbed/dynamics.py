@@ -17,6 +17,8 @@ every change is stamped where all changes are.
       - {generator: random_walk, link: [a, b], low: 5mbit, high: 50mbit,
          step: 5mbit, every: 2s, seed: 1}
       - {generator: step, dc: b, from: 1.0, to: 0.5, at: 30s}
+      - {generator: uniform, link: [a, b], direction: forward, low: 20mbit,
+         high: 155mbit, every: 180s, seed: 3}
 """
 
 import logging
@@ -32,7 +34,7 @@ from testbed.units import UnitError, parse_fraction, parse_rate, parse_time, sho
 
 log = logging.getLogger(__name__)
 
-GENERATORS = ("step", "square", "random_walk")
+GENERATORS = ("step", "square", "random_walk", "uniform")
 LINK_SETTINGS = ("bw", "delay", "jitter", "loss")
 # Relative compute speeds: 1.0 is the reference worker.  Synthetic compute
 # sleeps compute_time / speed, so any speed is emulated; real training can
@@ -149,7 +151,19 @@ def random_walk(low, high, step_size, every, seed=0, start=0.0, initial=None, ke
     return points
 
 
-GENERATOR_FUNCS = {"step": step, "square": square, "random_walk": random_walk}
+def uniform(low, high, every, seed=0, start=0.0, key="rate", until=None):
+    """A new value drawn uniformly from [low, high] every `every` seconds
+    (NetStorm's dynamic WAN: each link direction redrawn every 180 s from
+    20-155 Mbit/s); the same seed, the same draws."""
+    rng = random.Random(seed)
+    points, t = [], start
+    while t <= until:
+        points.append((round(t, 9), {key: rng.uniform(low, high)}))
+        t += every
+    return points
+
+
+GENERATOR_FUNCS = {"step": step, "square": square, "random_walk": random_walk, "uniform": uniform}
 
 
 # ------------------------------------------------------------ traces
@@ -374,7 +388,8 @@ def _generator(item, target, path, target_keys, error, check_keys, max_speed):
     if name not in GENERATORS:
         raise error(p("generator"), f"unknown generator {name!r}; available: {', '.join(GENERATORS)}")
     extra = {"step": {"at", "from", "to"}, "square": {"low", "high", "period"},
-             "random_walk": {"low", "high", "step", "every", "seed", "initial"}}[name]
+             "random_walk": {"low", "high", "step", "every", "seed", "initial"},
+             "uniform": {"low", "high", "every", "seed"}}[name]
     check_keys(item, {"generator", "start"} | extra | target_keys, path)
     key = "rate" if target[0] == "link" else "speed"
 
@@ -411,9 +426,11 @@ def _generator(item, target, path, target_keys, error, check_keys, max_speed):
         seed = item.get("seed", 0)
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise error(p("seed"), f"{seed!r} must be a whole number")
-        params = {"low": low, "high": high, "step_size": value("step"), "every": every,
-                  "seed": seed, "start": start, "key": key,
-                  "initial": value("initial") if "initial" in item else None}
+        params = {"low": low, "high": high, "every": every, "seed": seed, "start": start,
+                  "key": key}
+        if name == "random_walk":
+            params.update(step_size=value("step"),
+                          initial=value("initial") if "initial" in item else None)
     return Schedule("generator", target, generator=(name, params))
 
 

@@ -118,6 +118,10 @@ def parse(raw, datacenters, error, check_keys):
         raise error(p("overlay"), f"{sync} runs over {', '.join(SCHEMES[sync].OVERLAYS)}, not {overlay}")
     overlay_options = options_of(OVERLAYS[overlay], raw.get("overlay_options", {}),
                                  p("overlay_options"), error)
+    refuse = getattr(OVERLAYS[overlay], "refuse", None)
+    why = refuse({d.name: d.servers for d in datacenters}) if refuse else None
+    if why:
+        raise error(p("overlay"), why)
     coordination = choice("coordination", ["management", "wan"], "wan")
     workload = choice("workload", ["synthetic", "train"], "train")
     data_dir = text("data_dir")

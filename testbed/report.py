@@ -18,6 +18,17 @@ def load(folder):
     return events, read_events(folder.link_samples), read_events(folder.links)
 
 
+def agents_ready(folder, events):
+    """Seconds from the network being up to the last worker's `start` (it
+    logs it right before its first gradient, so no iteration ends before):
+    how long the agents took to begin."""
+    up = next((e["t"] for e in read_events(folder.file("runner.jsonl")) if e["ev"] == "network_up"),
+              None)
+    starts = [e["t"] for evs in events.values() for e in evs
+              if e["ev"] == "start" and e.get("role") == "worker"]
+    return max(starts) - up if up is not None and starts else None
+
+
 def run_start(events):
     """When training began: the first server or worker ready (probes start
     earlier, as they load no model)."""
@@ -206,6 +217,7 @@ def summarize(folder):
         "workers": sum(dc.get("workers", 0) for dc in spec.get("datacenters", [])) or len(per_worker),
         "iterations": min(per_worker.values()) if per_worker else 0,
         "wall_time": (last - t0) if t0 is not None else 0.0,
+        "agents_ready": agents_ready(folder, events),
         "iteration_time": iteration_time,
         "iteration_breakdown": breakdown,
         "model_bytes": model_bytes,

@@ -75,8 +75,9 @@ def draw(recipe, rows, out_dir):
 
 
 def reproduce(recipe_id, quick, runs_root, out_dir=None, delay_backend="auto", say=print,
-              progress=lambda done, total, text: None):
-    """Run (or resume) the recipe's sweep, then draw.  Returns (rows, files)."""
+              progress=lambda done, total, text: None, execute=None):
+    """Run (or resume) the recipe's sweep, then draw.  Returns (rows, files).
+    execute: how the settings run (see sweep.run_sweep); here by default."""
     recipe = load_recipe(recipe_path(recipe_id), quick=quick)
     sweep_dir = os.path.join(runs_root, "sweeps", recipe.id + ("-quick" if quick else ""))
 
@@ -87,7 +88,7 @@ def reproduce(recipe_id, quick, runs_root, out_dir=None, delay_backend="auto", s
             say(f"{planned.setting.label}: failed: {outcome.reason.splitlines()[0]}")
         return outcome.folder.path
 
-    record = run_sweep(recipe, sweep_dir, run_one, progress)
+    record = run_sweep(recipe, sweep_dir, run_one, progress, execute)
     rows = rows_of(record)
     out_dir = out_dir or (sweep_dir if quick else recipe.folder)
     return rows, draw(recipe, rows, out_dir)

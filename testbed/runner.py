@@ -7,6 +7,7 @@ samples the links and watches the processes.  A dead agent stops the run
 within a poll interval, with its name and the end of its log.
 """
 
+import importlib.metadata
 import json
 import logging
 import os
@@ -18,7 +19,8 @@ import time
 from dataclasses import dataclass
 
 from agents.config import AgentConfig, Peer, Transport, Workload
-from agents.events import EventTail, read_events
+from agents.events import EventLog, EventTail, read_events
+from agents.launcher import Launcher
 from agents.overlay.layout import Layout
 from testbed import control, dynamics, report, runend
 from testbed.emulation import network
@@ -30,9 +32,11 @@ from testbed.shield import signals_deferred
 log = logging.getLogger(__name__)
 AGENT_PORT = 7000
 PROBE_PORT = 7100          # UDP trains and echoes; PUB on the next port
+PROBE_LEAD = 2.0           # seconds from writing the probes' settings to their first period
 COORDINATOR_PORT = 7200
 POLL = 0.2
 SERVER_GRACE = 10.0      # after the workers finish, servers get this long to exit
+AGENT_STARTS = ("launcher", "popen")
 
 
 class RunError(RuntimeError):
@@ -43,7 +47,7 @@ class RunError(RuntimeError):
 class Agent:
     name: str
     role: str
-    proc: subprocess.Popen
+    proc: subprocess.Popen       # or the launcher's stand-in for one (agents.launcher.Agent)
     log_path: str
 
 
@@ -124,9 +128,16 @@ def probe_peers(spec, net):
             for dc in spec.datacenters] if spec.experiment.probe else []
 
 
-def probe_settings(spec, configs):
+def probe_settings(spec, configs, probe=None):
     """Probe settings shared by all probes: every ordered DC pair with the
-    link directions its route crosses (for the probe budget)."""
+    link directions its route crosses (for the budget and the slots), the
+    route's one-way delay plus jitter and its slowest configured rate (for
+    the slots' width), and one epoch the probes count periods from.
+
+    The epoch is CLOCK_MONOTONIC, a little ahead so the probes have started
+    by then: every network namespace reads the same monotonic clock, and
+    unlike the wall clock it never steps, so no probe skips or repeats a
+    slot when the time is set.  `probe` defaults to the experiment's."""
     hops = shortest_next_hops(spec)
     pairs = []
     for src in spec.datacenters:
@@ -138,9 +149,13 @@ def probe_settings(spec, configs):
                 nxt = hops[(here, dst.name)]
                 links.append([here, nxt])
                 here = nxt
-            pairs.append({"src": src.name, "dst": dst.name, "links": links})
-    probe = spec.experiment.probe
+            ways = [spec.link(a, b).direction(a, b) for a, b in links]
+            pairs.append({"src": src.name, "dst": dst.name, "links": links,
+                          "delay": sum(d.delay + d.jitter for d in ways),
+                          "rate": min(d.rate for d in ways)})
+    probe = probe or spec.experiment.probe
     return {"period": probe.period, "budget": probe.budget, "train_time": probe.train_time,
+            "epoch": time.monotonic() + PROBE_LEAD,
             "pub_port": PROBE_PORT + 1, "pairs": pairs, "agent_dcs": {c.name: c.dc for c in configs}}
 
 
@@ -150,27 +165,43 @@ def environment(net):
            "delay_emulated": True, "kernel": platform.release(), "python": platform.python_version(),
            "cpus": os.cpu_count(), "numpy": numpy.__version__, "run_id": net.state.run_id}
     try:
-        import torch
-        env["torch"] = torch.__version__
-    except ImportError:
+        # Its version without importing it: that costs over a second of CPU
+        # while the agents start.
+        env["torch"] = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
         pass
     return env
 
 
-def launch(net, configs, folder):
-    agents = []
+def agent_env():
+    return {**os.environ, "PYTHONUNBUFFERED": "1"}
+
+
+def launch(net, configs, folder, launcher=None):
+    """Start every agent in its host: forked by the launcher, or, without
+    one, each its own interpreter through Mininet's popen."""
+    agents, requests = [], []
     for cfg in configs:
         path = folder.agent_file(cfg.name, "json")
         cfg.save(path)
         log_path = folder.agent_file(cfg.name, "log")
         # A probe or the coordinator runs on its DC's router; every other agent on its own host.
         host = f"{cfg.dc}-r" if cfg.role in ("probe", "coordinator") else cfg.name
+        if launcher is not None:
+            requests.append({"name": cfg.name, "role": cfg.role, "config": path, "log": log_path,
+                             "netns_pid": net.node(host).pid})
+            continue
         with open(log_path, "wb") as log:
             proc = net.node(host).popen(
                 [sys.executable, "-m", "agents", cfg.role, "--config", path],
-                stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                stdout=log, stderr=subprocess.STDOUT, env=agent_env())
         net.state.note("pids", proc.pid)
         agents.append(Agent(cfg.name, cfg.role, proc, log_path))
+    if launcher is not None:
+        procs = launcher.start(requests)
+        # The launcher too, now that it has spoken: just after exec its command line may be empty.
+        net.state.note("pids", launcher.pid, *[p.pid for p in procs])
+        agents = [Agent(r["name"], r["role"], p, r["log"]) for r, p in zip(requests, procs)]
     return agents
 
 
@@ -331,11 +362,15 @@ def conclude(seen, detail, exp, folder):
 
 
 def run(spec, runs_root, delay_backend="auto", show=print, say=print, on_folder=lambda folder: None,
-        console=None):
+        console=None, agent_start="launcher"):
     """Run the experiment of a Spec.  Returns an Outcome; the run folder is
     always left with its status, events, samples, summary and plots.  show() gets
     the progress line, say() messages; console(commands), if given, starts
-    an interactive console once the agents run."""
+    an interactive console once the agents run.  agent_start: "launcher"
+    forks the agents from one interpreter that imported torch once;
+    "popen" starts each as an interpreter of its own."""
+    if agent_start not in AGENT_STARTS:
+        raise RunError(f"agent_start is {agent_start!r}, not one of {', '.join(AGENT_STARTS)}")
     if spec.experiment is None:
         raise RunError("the topology has no experiment: section, so there is nothing to run")
     network.check_buildable(spec, delay_backend)  # before any folder is made
@@ -344,10 +379,16 @@ def run(spec, runs_root, delay_backend="auto", show=print, say=print, on_folder=
     folder = RunFolder.create(runs_root, spec, source_text)
     on_folder(folder)
     seen, detail = runend.ERROR, "the run did not start"
-    agents, sampler, net, engine, server = [], None, None, None, None
+    agents, sampler, net, engine, server, launcher = [], None, None, None, None, None
     try:
         net = network.build(spec, delay_backend=delay_backend, link_log=folder.links,
                             run_dir=folder.path)
+        runner_events = EventLog(folder.file("runner.jsonl"), "runner")
+        runner_events("network_up", run_id=net.state.run_id, agent_start=agent_start)
+        runner_events.close()
+        if agent_start == "launcher":
+            # First: its imports then overlap with the rest of the set-up.
+            launcher = Launcher(folder.file("launcher.log"), env=agent_env())
         folder.write_json("env.json", environment(net))
         say(f"network up (run {net.state.run_id}); delay by {net.backend.name}: "
             f"{net.backend.description}")
@@ -359,7 +400,7 @@ def run(spec, runs_root, delay_backend="auto", show=print, say=print, on_folder=
         commands = control.Commands(net, engine, speeds.set, folder.path,
                                     base_dir=os.path.dirname(spec.source))
         server = control.ControlServer(commands, folder.path).start()
-        agents = launch(net, agent_configs(spec, net, folder), folder)
+        agents = launch(net, agent_configs(spec, net, folder), folder, launcher)
         # Dynamics times count from here: the moment the agents start.
         engine.run(spec.dynamics, horizon=spec.experiment.max_time)
         if console:
@@ -376,6 +417,8 @@ def run(spec, runs_root, delay_backend="auto", show=print, say=print, on_folder=
                 if part:
                     part.stop()
             stop_agents(agents)
+            if launcher:
+                launcher.close()
             if sampler:
                 sampler.stop()
             if net is not None:

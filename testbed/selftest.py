@@ -4,7 +4,9 @@ delivers what it was configured to deliver.
 Per link, RTT must be within 10% (or 2 ms) of the sum of both one-way
 delays; per direction, TCP goodput within 5% of the wire rate times the TCP
 payload share of a frame.  Where the delay line is in use, its CPU share
-while the direction runs at full rate is reported too.
+while the direction runs at full rate is reported too: the CPU of the
+process that serves the link, which for the compiled delay line is one
+process serving every link (the others idle meanwhile).
 """
 
 import time
@@ -36,7 +38,7 @@ class Result:
     expected: float
     measured: float
     tolerance: float
-    relay_cpu: float = None   # share of one core, while measuring
+    relay_cpu: float = None   # the delay line process's share of one core, while measuring
 
     @property
     def ratio(self):

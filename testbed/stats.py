@@ -1,6 +1,7 @@
 """Statistics for repeated runs: medians with min/max, means with a 95%
 confidence interval (Student's t), and grouping of sweep rows."""
 
+import csv
 import math
 import statistics
 
@@ -38,3 +39,12 @@ def group(rows, by, metric):
 def ratio(a, b):
     """a / b for two numbers of the same metric, None if either is missing."""
     return a / b if a is not None and b else None
+
+
+def write_table(rows, path, columns):
+    """rows (dicts) as CSV with these columns; floats to 4 significant digits."""
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=columns)
+        w.writeheader()
+        for row in rows:
+            w.writerow({k: (f"{v:.4g}" if isinstance(v, float) else v) for k, v in row.items()})

@@ -12,8 +12,15 @@ a time, resumable.
       axes: {worker_dcs: [2, 3], experiment.seed: [0]}
       set: {experiment.model: flat-250000}
 
-Besides dotted paths, three axes transform the topology: `worker_dcs`,
-`workers` (per DC that has workers) and `bw_scale` (every WAN rate).
+Besides dotted paths, four axes transform the topology: `worker_dcs`,
+`workers` (per DC that has workers), `bw_scale` (every WAN rate) and
+`variant`, whose values are named bundles of dotted paths, for settings
+that are not a cross product (a system and its ablations, say):
+
+      variant:
+        - {name: star, experiment.overlay: ps}
+        - {name: netstorm-R1, experiment.overlay: netstorm,
+           experiment.overlay_options: {roots: 1}}
 
 A run is keyed by the hash of its resolved spec: re-running a sweep skips
 every setting whose key already has a completed run, so a sweep resumes
@@ -21,6 +28,7 @@ where it stopped and re-runs what changed.  A failed run is recorded and
 the sweep goes on.
 """
 
+import contextlib
 import copy
 import dataclasses
 import hashlib
@@ -28,6 +36,7 @@ import itertools
 import json
 import logging
 import os
+import platform
 from dataclasses import dataclass
 
 import yaml
@@ -38,7 +47,7 @@ from testbed.units import format_rate, parse_rate
 
 log = logging.getLogger(__name__)
 RECIPE_KEYS = {"id", "title", "base", "axes", "set", "quick", "description"}
-TRANSFORMS = ("worker_dcs", "workers", "bw_scale")
+TRANSFORMS = ("worker_dcs", "workers", "bw_scale", "variant")
 TOP_KEYS = {"name", "datacenters", "wan", "lan", "preset_bw_scale", "experiment", "dynamics"}
 
 
@@ -66,6 +75,9 @@ class Setting:
         parts = []
         for axis, value in self.values:
             short = axis.rsplit(".", 1)[-1]
+            if axis == "variant":
+                parts.append(str(value["name"]))
+                continue
             parts.append(f"{short}-{_digest(value) if isinstance(value, (list, dict)) else value}")
         label = "_".join(parts).replace("/", "-").replace(" ", "") or "base"
         if len(label) > MAX_LABEL:
@@ -121,6 +133,8 @@ def load_recipe(path, quick=False):
         if not isinstance(values, list) or not values:
             raise RecipeError(f"{path}: axes.{axis}: give a non-empty list of values")
         _check_axis(path, axis)
+        if axis == "variant":
+            _check_variants(path, values)
     for key in fixed:
         _check_axis(path, key)
     base = os.path.join(folder, raw["base"])
@@ -128,6 +142,20 @@ def load_recipe(path, quick=False):
         raise RecipeError(f"{path}: base: {raw['base']} not found next to the recipe")
     return Recipe(id=str(raw["id"]), title=str(raw.get("title", "")), folder=folder, base=base,
                   axes=tuple(axes.items()), set=fixed)
+
+
+def _check_variants(path, values):
+    names = set()
+    for i, v in enumerate(values):
+        if not isinstance(v, dict) or not isinstance(v.get("name"), str) or not v["name"]:
+            raise RecipeError(f"{path}: axes.variant[{i}]: give a mapping with a name and "
+                              f"dotted paths, like {{name: star, experiment.overlay: ps}}")
+        if v["name"] in names:
+            raise RecipeError(f"{path}: axes.variant[{i}]: the name {v['name']!r} is taken")
+        names.add(v["name"])
+        for key in v:
+            if key != "name":
+                _check_axis(path, key)
 
 
 def _check_axis(path, axis):
@@ -188,6 +216,10 @@ def apply(doc, axis, value):
                 dc["workers"] = value
     elif axis == "bw_scale":
         scale_bandwidth(doc, value)
+    elif axis == "variant":
+        for key, v in value.items():
+            if key != "name":
+                apply(doc, key, v)
     else:
         set_path(doc, axis, value)
 
@@ -282,24 +314,57 @@ def attempt(p, run_one):
     return done, status.get("status", "failed"), status.get("reason", "")
 
 
-def run_sweep(recipe, sweep_dir, run_one, progress=lambda done, total, text: None):
+SKIPPED = "skipped (already completed)"
+
+
+def run_locally(planned, delay_backend):
+    """One setting's run on this machine: what a sweep does for each setting,
+    here or as a task on a machine of a cluster.  Returns the run folder."""
+    from testbed import runner
+    return runner.run(planned.spec, planned.folder, delay_backend, show=lambda line: None,
+                      say=lambda line: None).folder.path
+
+
+def one_by_one(todo, run_one, tell):
+    """The local way to run a sweep's settings: in order, on this machine.
+    Yields (planned, (run folder or None, status, reason, machine))."""
+    machine = platform.node()
+    for p in todo:
+        tell(p.setting.label)
+        yield p, (*attempt(p, run_one), machine)
+
+
+def run_sweep(recipe, sweep_dir, run_one, progress=lambda done, total, text: None, execute=None):
     """Run every setting not yet completed.  run_one(planned) -> run folder
-    path.  Returns the sweep record."""
+    path.  execute(todo, tell), if given, runs the settings instead (on a
+    cluster, say): it yields each as it ends, like one_by_one, and calls
+    tell(text) with what runs where.  Returns the sweep record."""
     planned = plan(recipe, sweep_dir)
-    record = []
-    for i, p in enumerate(planned):
-        done, reason = completed_run(p.folder), ""
+    outcomes, todo = {}, []
+    for p in planned:
+        done = completed_run(p.folder)
         if done:
-            status = "skipped (already completed)"
+            outcomes[p.folder] = (done, SKIPPED, "", None)
         else:
-            progress(i, len(planned), p.setting.label)
-            done, status, reason = attempt(p, run_one)
+            todo.append(p)
+    total = len(planned)
+    progress(len(outcomes), total, f"{len(outcomes)} already completed" if outcomes else "")
+    execute = execute or (lambda todo, tell: one_by_one(todo, run_one, tell))
+    # closing(): an interrupted sweep stops its runs now, not when the generator is collected.
+    with contextlib.closing(execute(todo, lambda text: progress(len(outcomes), total, text))) as runs:
+        for p, outcome in runs:
+            outcomes[p.folder] = outcome
+            progress(len(outcomes), total, p.setting.label)
+    record = []
+    for p in planned:
+        done, status, reason, machine = outcomes[p.folder]
         entry = {"label": p.setting.label, "values": p.setting.as_dict(), "key": p.key,
                  "run": done, "status": status}
+        if machine:
+            entry["machine"] = machine
         if status == "failed":
             entry["reason"] = reason
         record.append(entry)
-        progress(i + 1, len(planned), p.setting.label)
     with open(os.path.join(sweep_dir, "sweep.json"), "w") as f:
         json.dump({"recipe": recipe.id, "settings": record}, f, indent=1)
     return record

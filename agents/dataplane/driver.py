@@ -34,7 +34,11 @@ class DataPlane:
         self.transfers = {}
 
     def send(self, messages):
+        # An overlay that routes by backlog picks each message's next hop.
+        route = getattr(self.node, "route", None)
         for dst, header, payload in messages:
+            if route is not None:
+                dst, header = route(dst, header, self.ep.queue_length)
             self.ep.send(dst, header, payload)
 
     def iteration(self, it, contribution=None, stop=False):
@@ -52,8 +56,8 @@ class DataPlane:
         values, stop, last_started = self.node.result(it)
         return values, stop, last_started, first_down
 
-    def close(self):
-        self.ep.close()
+    def close(self, drain=True):
+        self.ep.close(drain)
 
     def _account(self, m):
         if m.payload is None or self.segments_of is None or "piece" not in m.header:

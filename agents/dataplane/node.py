@@ -47,7 +47,8 @@ def data_plane(cfg, node, log):
         peers[cfg.coordinator.name] = (cfg.coordinator.host, cfg.coordinator.port)
     ep = Endpoint(cfg.name, cfg.host, cfg.port, peers, cfg.transport.chunk_bytes,
                   cfg.transport.heartbeat_interval, cfg.transport.dead_after,
-                  cfg.transport.io_threads, log)
+                  cfg.transport.io_threads, log, queued=getattr(node, "QUEUED", False))
     per_piece = {i: len(segments(a, b, segment_elements(cfg)))
                  for i, (a, b) in enumerate(node.piece_ranges())}
-    return DataPlane(ep, node, log, segments_of=per_piece.get)
+    # A node whose pieces change between iterations says itself.
+    return DataPlane(ep, node, log, segments_of=getattr(node, "segments_of", per_piece.get))

@@ -12,6 +12,12 @@ root folds a complete segment in with the sync rule only when it holds
 exactly N contributions, then sends the new values down the distribution
 tree, whose nodes forward each segment as it arrives.
 
+Sums are made in one fixed order (the node's own contribution, then its
+children by name) whatever order they arrive in: a partial sum that
+arrives early waits until those before it are in.  So the same
+contributions give bit-identical results however the network delivers
+them, and a run can be compared with another bit for bit.
+
 Messages (header fields; the payload is the segment's float32 values):
   agg   it, piece, seg, count, stop, started   a partial sum of `count` contributions
   dist  it, piece, seg, stop, started          new values from the root
@@ -35,7 +41,9 @@ def segments(start, stop, segment):
 
 class _Iteration:
     def __init__(self):
-        self.acc = {}          # (piece, seg) -> float32 array
+        self.acc = {}          # (piece, seg) -> float32 array: the sum of the first sources
+        self.summed = {}       # (piece, seg) -> how many sources, in order, acc holds
+        self.early = {}        # (piece, seg) -> {source: values} that came before their turn
         self.count = {}        # (piece, seg) -> contributions in acc
         self.stop = {}         # (piece, seg) -> or of the stop wishes in acc
         self.started = {}      # (piece, seg) -> latest start among the contributions in acc
@@ -73,6 +81,11 @@ class TreeNode:
         self.child_counts = {i: {c: p.subtree_contributors(c, contributors)
                                  for c in self.agg_from[i]}
                              for i, p in enumerate(plan.pieces)}
+        # The order a node sums in: its own contribution, then the children
+        # that send (those with contributors below them) by name.
+        self.sum_order = {i: ([name] if self.contributor else [])
+                          + sorted(c for c, n in self.child_counts[i].items() if n)
+                          for i in range(len(plan.pieces))}
         self.dist_from = {i: p.dist_parent(name) for i, p in enumerate(plan.pieces)}
         self.needs_values = {i: self.contributor or p.in_distribution(name)
                              for i, p in enumerate(plan.pieces)}
@@ -137,7 +150,7 @@ class TreeNode:
             state.own = True
             state.values = np.empty(self.plan.size, np.float32)
             for i, j, a, b in self.segs:
-                out += self._add(it, state, i, j, contribution[a:b], 1, stop, started)
+                out += self._add(it, state, i, j, self.name, contribution[a:b], 1, stop, started)
         return out
 
     def on_message(self, sender, header, payload):
@@ -158,7 +171,7 @@ class TreeNode:
                 raise AggregationError(f"{sender}'s partial sum of piece {i} segment {j} holds "
                                        f"{header['count']} contributions, not the "
                                        f"{self.child_counts[i][sender]} of its subtree")
-            return self._add(it, state, i, j, payload, header["count"], header["stop"],
+            return self._add(it, state, i, j, sender, payload, header["count"], header["stop"],
                              header["started"])
         if kind == "dist":
             if sender != self.dist_from[i]:
@@ -168,15 +181,12 @@ class TreeNode:
 
     # ------------------------------------------------------------ internals
 
-    def _add(self, it, state, i, j, values, count, stop, started):
+    def _add(self, it, state, i, j, source, values, count, stop, started):
         key = (i, j)
         if key in state.sent_up:
             raise AggregationError(f"{self.name}: a contribution to piece {i} segment {j} of "
                                    f"iteration {it} arrived after it was complete")
-        if key in state.acc:
-            state.acc[key] += values
-        else:
-            state.acc[key] = np.array(values, dtype=np.float32)
+        self._sum_in_order(state, i, key, source, values)
         state.count[key] = state.count.get(key, 0) + count
         state.stop[key] = state.stop.get(key, False) or bool(stop)
         state.started[key] = max(state.started.get(key, 0.0), started)
@@ -186,6 +196,7 @@ class TreeNode:
                                    f"{state.count[key]} contributions, more than {want}")
         if state.count[key] < want or (self.contributor and not state.own):
             return []
+        state.summed.pop(key)
         total = state.acc.pop(key)
         count = state.count.pop(key)
         stop = state.stop.pop(key)
@@ -202,6 +213,23 @@ class TreeNode:
                                    f"holds {count} contributions, not {self.n}")
         a, b = self.bounds[key]
         return self._down(it, state, i, j, self.fold(a, b, total, count), stop, started)
+
+    def _sum_in_order(self, state, i, key, source, values):
+        """Add `values` from `source` to the segment's sum in sum order,
+        holding it back while a source before it is still missing."""
+        early = state.early.setdefault(key, {})
+        early[source] = values
+        order, done = self.sum_order[i], state.summed.get(key, 0)
+        while done < len(order) and order[done] in early:
+            part = early.pop(order[done])
+            if done == 0:
+                state.acc[key] = np.array(part, dtype=np.float32)
+            else:
+                state.acc[key] += part
+            done += 1
+        state.summed[key] = done
+        if not early:
+            del state.early[key]
 
     def _down(self, it, state, i, j, values, stop, started):
         key = (i, j)

@@ -29,7 +29,9 @@ RTT_WINDOW = 5
 
 class Estimator:
     def __init__(self, period):
-        self.period = period           # probe period: ages are judged against it
+        # How often the direction is probed (the probe period, times the
+        # periods between its trains): ages are judged against it.
+        self.period = period
         self.bw = None
         self.coarse = False
         self.settled = False           # a proper train has been seen

@@ -14,6 +14,7 @@ from agents.probe.passive import PassiveReader
 from agents.transport import Endpoint, RecvTimeout
 
 VIEW_EVERY = 5.0      # seconds between two records of the network's view
+UPDATE_EVERY = 0.5    # seconds between two reads of the probes and transfers
 
 
 class NetworkView:
@@ -62,11 +63,15 @@ def run(cfg, log):
                   cfg.transport.chunk_bytes, cfg.transport.heartbeat_interval,
                   cfg.transport.dead_after, cfg.transport.io_threads, log, source=cfg.host)
     log("start", role="coordinator", dc=cfg.dc, overlay=overlay.NAME, schedules=policy is not None)
-    last_view = -VIEW_EVERY
+    last_view = last_update = -VIEW_EVERY
+    changed = False
+    # A policy that plans from measurements takes the view and re-plans on its own clock.
+    take_estimates = getattr(policy, "take_estimates", None)
+    tick = getattr(policy, "tick", None)
     try:
         while True:
             try:
-                m = ep.recv(timeout=0.5)
+                m = ep.recv(timeout=UPDATE_EVERY)
             except RecvTimeout:
                 m = None
             if m is not None:
@@ -78,9 +83,18 @@ def run(cfg, log):
                     ep.send(dst, header)
                 for d in decisions:
                     log("decision", **d)
-            if time.monotonic() - last_view >= VIEW_EVERY and view.update():
+            now = time.monotonic()
+            if now - last_update >= UPDATE_EVERY:
+                changed = view.update() or changed
+                last_update = now
+                if take_estimates is not None:
+                    take_estimates(view.estimates)
+            if tick is not None:
+                for d in tick():
+                    log("decision", **d)
+            if changed and now - last_view >= VIEW_EVERY:
                 log("view", estimates=dict(view.estimates), transfers=dict(view.transfers))
-                last_view = time.monotonic()
+                last_view, changed = now, False
     finally:
         view.close()
-        ep.close()
+        ep.close(drain=False)      # stopped by the runner: nothing left to deliver

@@ -1,7 +1,8 @@
 """Probe: one per data center, on its router.  Measures every other DC.
 
-* Active: at its slot in each period it sends a packet train (UDP, full
-  frames, back to back) to each other DC's probe; the receiver turns the
+* Active: in each pair's slot of the period (slots every probe of the run
+  agrees on, see agents.probe.schedule) it sends a packet train (UDP, full
+  frames, back to back) to the other DC's probe; the receiver turns the
   train's dispersion (kernel receive timestamps) into the bottleneck's wire
   rate.  Small echo packets measure the RTT.
 * Passive: it reads the `xfer` events the transport of the agents in its
@@ -33,7 +34,7 @@ TRAIN_IDLE = 0.3                        # a train is over this long after its la
 # packets that get through still leave at the bottleneck's rate, so their
 # spacing counts as long as enough of them arrive.
 MIN_RECEIVED = 8
-WINDOW = 0.02       # seconds
+WINDOW = schedule.WINDOW
 
 
 class Trains:
@@ -91,11 +92,14 @@ def run(cfg, log):
     p = cfg.probe
     me = cfg.dc
     peers = {x.dc: x for x in cfg.probes if x.dc != me}
-    pairs = [schedule.Pair(q["src"], q["dst"], tuple(tuple(link) for link in q["links"]))
+    pairs = [schedule.Pair(q["src"], q["dst"], tuple(tuple(link) for link in q["links"]),
+                           q["delay"], q["rate"])
              for q in p["pairs"]]
-    offsets = schedule.slots(pairs, p["period"])
+    table = schedule.table(pairs, p["period"], p["train_time"])
+    period = table.period
     mine = [q for q in pairs if q.src == me]
-    estimators = {src: Estimator(p["period"]) for src in peers}
+    incoming = {q.src: q for q in pairs if q.dst == me}
+    estimators = {src: Estimator(period) for src in peers}
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
@@ -108,16 +112,20 @@ def run(cfg, log):
     sub = matrix.MatrixSubscriber([(x.host, p["pub_port"]) for x in peers.values()], ctx)
     passive = PassiveReader(p["passive_events"], p["agent_dcs"])
     trains = Trains()
-    log("start", role="probe", dc=me, pairs=len(pairs), period=p["period"], budget=p["budget"])
+    log("start", role="probe", dc=me, pairs=len(pairs), period=period,
+        configured_period=p["period"], slots=table.slots, budget=p["budget"])
 
     sent_bytes = {dst: 0 for dst in peers}
     train_id = 0
-    epoch = time.monotonic()
-    next_round = epoch
-    due = []                             # [(time, dst)] trains of this round
-    next_passive = epoch
+    started = time.monotonic()
+    # Every probe counts periods from the run's one epoch (CLOCK_MONOTONIC is
+    # the same in every network namespace); one started late joins at the
+    # next period.
+    next_round = schedule.next_round(p["epoch"], period, started)
+    rounds = round((next_round - p["epoch"]) / period)
+    due = []                             # [(time, pair)] trains of this round
+    next_passive = started
     pad = b"\0" * (PAYLOAD - HEAD.size)
-    rounds = 0
 
     def publish(src, now):
         est = estimators[src].estimate(now)
@@ -131,15 +139,28 @@ def run(cfg, log):
         while True:
             now = time.monotonic()
             if now >= next_round:
-                due = sorted((next_round + offsets[(q.src, q.dst)], q) for q in mine
-                             if rounds % train_plan_every(q, pairs, sub, p) == 0)
+                due = sorted(((next_round + table.offsets[(q.src, q.dst)], q) for q in mine
+                              if schedule.fires(table.slot_of[(q.src, q.dst)],
+                                                train_plan_every(q, pairs, sub, p, period), rounds)),
+                             key=lambda d: d[0])
                 for dst in peers:
                     sock.sendto(HEAD.pack(MAGIC, PING, 0, 0, 0, now), (peers[dst].host, cfg.port))
+                # An estimate ages against how often its direction is probed,
+                # which the sender plans from the estimate published here.
+                for src, q in incoming.items():
+                    est = estimators[src].estimate(now)
+                    estimators[src].period = period * schedule.train_plan(
+                        q, pairs, est and est["bw"], period, p["budget"], p["train_time"])[1]
                 rounds += 1
-                next_round += p["period"]
+                next_round += period
             while due and due[0][0] <= now:
-                _, q = due.pop(0)
-                packets, _ = schedule.train_plan(q, pairs, sub.bw(q.src, q.dst), p["period"],
+                at, q = due.pop(0)
+                if now - at > schedule.MARGIN:
+                    # Its slot is under way (a busy CPU woke us late): sent
+                    # now, it could cross the next slot's trains.
+                    log("late", dst=q.dst, seconds=now - at)
+                    continue
+                packets, _ = schedule.train_plan(q, pairs, sub.bw(q.src, q.dst), period,
                                                  p["budget"], p["train_time"])
                 train_id += 1
                 addr = (peers[q.dst].host, cfg.port)
@@ -147,7 +168,7 @@ def run(cfg, log):
                 for seq in range(packets):
                     sock.sendto(HEAD.pack(MAGIC, TRAIN, train_id, seq, packets, t_send) + pad, addr)
                 sent_bytes[q.dst] += packets * schedule.FRAME
-                log("train", dst=q.dst, packets=packets, bytes=packets * schedule.FRAME)
+                log("train", dst=q.dst, packets=packets, bytes=packets * schedule.FRAME, sent=t_send)
             if now >= next_passive:
                 for src, t, goodput in passive.read():
                     if src in estimators:
@@ -163,15 +184,15 @@ def run(cfg, log):
             if ready:
                 receive(sock, trains, estimators, peers, cfg.port)
     finally:
-        log("probe_bytes", sent=sent_bytes, seconds=time.monotonic() - epoch)
+        log("probe_bytes", sent=sent_bytes, seconds=time.monotonic() - started)
         sub.close()
         pub.close(0)
         ctx.term()
         sock.close()
 
 
-def train_plan_every(q, pairs, sub, p):
-    return schedule.train_plan(q, pairs, sub.bw(q.src, q.dst), p["period"], p["budget"],
+def train_plan_every(q, pairs, sub, p, period):
+    return schedule.train_plan(q, pairs, sub.bw(q.src, q.dst), period, p["budget"],
                                p["train_time"])[1]
 
 

@@ -18,6 +18,7 @@ def run(cfg, log):
     log("start", role="server", rank=cfg.rank, dc=cfg.dc, roots=node.roots(),
         bytes=sum(params.sizes().values()))
     it = 0
+    finished = False
     try:
         while it < cfg.max_iterations:
             t0 = time.monotonic()
@@ -29,6 +30,8 @@ def run(cfg, log):
             if stop:
                 break
         log("done", iterations=it, bytes_in=sum(plane.ep.bytes_received.values()),
-            bytes_out=sum(plane.ep.bytes_sent.values()))
+            bytes_out=sum(plane.ep.bytes_sent.values()), **getattr(node, "counters", {}))
+        finished = True
     finally:
-        plane.close()
+        # Only a normal end waits for its last data to leave.
+        plane.close(drain=finished)

@@ -1,6 +1,7 @@
 """Worker: compute a gradient, contribute it through the overlay's data
 plane, take the new model, and again."""
 
+import hashlib
 import os
 import time
 
@@ -40,6 +41,7 @@ def run(cfg, log):
     want_stop = False
     it = 0
     speed = SpeedFile(cfg.speed_file)
+    finished = False
     try:
         while it < cfg.max_iterations:
             new_speed = speed.changed()
@@ -68,6 +70,10 @@ def run(cfg, log):
                         want_stop = True
             if stop:
                 break
-        log("done", iterations=it)
+        # A digest of the final model: runs can be compared bit for bit.
+        log("done", iterations=it,
+            model=hashlib.sha256(values.tobytes()).hexdigest()[:16] if it else None)
+        finished = True
     finally:
-        plane.close()
+        # Only a normal end waits for its last data to leave.
+        plane.close(drain=finished)

@@ -2,10 +2,9 @@
 iteration against the WAN's lower bound (left) and the median time to the
 target accuracy (right), with min-max bars over the seeds."""
 
-import csv
 import os
 
-from testbed.stats import describe, ratio
+from testbed.stats import describe, ratio, write_table
 
 OVERLAYS = ("ps", "mlnet", "tsengine")
 NAMES = {"ps": "PS star", "mlnet": "MLNET (k=2)", "tsengine": "TSEngine"}
@@ -51,14 +50,6 @@ def summarize(rows):
     return table
 
 
-def write_table(table, path):
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS)
-        w.writeheader()
-        for row in table:
-            w.writerow({k: (f"{v:.4g}" if isinstance(v, float) else v) for k, v in row.items()})
-
-
 def bars(ax, table, key, bound_key=None):
     """Grouped bars: one group per network, one bar per overlay, min-max
     error bars; the bound, if given, as a black dash over each bar."""
@@ -96,7 +87,7 @@ def draw(rows, out_dir, recipe):
 
     table = summarize(rows)
     csv_path = os.path.join(out_dir, "table.csv")
-    write_table(table, csv_path)
+    write_table(table, csv_path, COLUMNS)
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
     bars(left, table, "sync", bound_key="bound_s")

@@ -9,6 +9,8 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
+from testbed.emulation.delay import delayline_binary, delayline_runs
+
 TOOLS = {
     "mnexec": "apt-get install mininet (or run scripts/install.sh)",
     "brctl": "apt-get install bridge-utils",
@@ -20,7 +22,9 @@ TOOLS = {
 }
 QDISCS = ("htb", "netem", "bfifo")
 BRIDGE_NF = ("iptables", "ip6tables", "arptables")
-DELAY_BACKENDS = ("auto", "netem", "relay")
+DELAY_BACKENDS = ("auto", "netem", "crelay", "relay")
+BUILD_DELAYLINE = ("build it with scripts/install.sh (needs gcc: apt-get install gcc libc6-dev), "
+                   "or set TESTBED_DELAYLINE to its path")
 
 
 class CapabilityError(RuntimeError):
@@ -79,18 +83,42 @@ def bridge_nf_detail(settings):
 
 
 def choose_delay_backend(requested="auto"):
-    """netem where the kernel has it, else the userspace delay line."""
+    """netem where the kernel has it, else the compiled delay line where it
+    is built, else the Python one."""
     if requested not in DELAY_BACKENDS:
         raise CapabilityError(f"unknown delay backend {requested!r}; "
                               f"choose one of {', '.join(DELAY_BACKENDS)}")
+    if requested == "relay":
+        return requested
+    if requested == "crelay":
+        if not delayline_runs():
+            raise CapabilityError(f"the delay backend crelay was asked for but the compiled delay "
+                                  f"line {delayline_binary()} is missing or does not run: "
+                                  f"{BUILD_DELAYLINE}")
+        return requested
     has_netem = qdisc_available("netem")
     if requested == "netem" and not has_netem:
         raise CapabilityError("the delay backend netem was asked for but this kernel has no "
                               "sch_netem: load it (modprobe sch_netem; on Ubuntu install "
-                              "linux-modules-extra-$(uname -r)) or use --delay-backend relay")
+                              "linux-modules-extra-$(uname -r)) or use --delay-backend crelay")
     if requested == "auto":
-        return "netem" if has_netem else "relay"
+        return "netem" if has_netem else "crelay" if delayline_runs() else "relay"
     return requested
+
+
+def delay_backend_check():
+    """doctor's line on what emulates delay here, and how to get the cheaper
+    delay line when it falls back to the Python one."""
+    backend = choose_delay_backend()
+    if backend == "netem":
+        return Check("delay backend", True, "netem (kernel sch_netem)")
+    if backend == "crelay":
+        return Check("delay backend", True, f"crelay (compiled userspace delay line, "
+                                            f"{delayline_binary()})")
+    return Check("delay backend", False,
+                 f"relay (Python userspace delay line, about twice the CPU per frame): the compiled "
+                 f"one, {delayline_binary()}, is missing or does not run",
+                 BUILD_DELAYLINE, essential=False)
 
 
 def require_network_capabilities():
@@ -132,10 +160,5 @@ def checks():
                }.get(kind, f"modprobe sch_{kind}")
         out.append(Check(f"qdisc {kind}", ok, "available" if ok else "missing", fix, essential))
     out.append(Check("bridge netfilter", True, bridge_nf_detail(bridge_nf_settings())))
-    try:
-        backend = choose_delay_backend()
-        out.append(Check("delay backend", True, backend + (" (kernel sch_netem)" if backend == "netem"
-                                                             else " (userspace delay line)")))
-    except CapabilityError as e:
-        out.append(Check("delay backend", False, str(e)))
+    out.append(delay_backend_check())
     return out

@@ -8,6 +8,11 @@ HTB class, how to start, how to change a direction live, how to stop.
 * ``RelayDelay``: a byte FIFO as the leaf (the bottleneck queue) and a
   userspace relay process per link in a middle namespace that holds frames
   for the delay (testbed.emulation.relay); changes are messages to it.
+* ``CompiledRelayDelay``: the same, with the compiled delay line
+  (testbed-delayline, built from delayline.c by scripts/install.sh): one
+  process for every WAN link, which opens each link's sockets in that
+  link's middle namespace and keeps one control socket per link (the same
+  protocol).  Its stats' cpu_s is that one process's, shared by all links.
 """
 
 import json
@@ -21,6 +26,24 @@ import time
 from testbed.emulation import shaping
 
 RELAY_START_TIMEOUT = 10.0
+DELAYLINE_ENV = "TESTBED_DELAYLINE"      # path of the compiled delay line, if not in the venv
+
+
+def delayline_binary():
+    """Where the compiled delay line is expected: $TESTBED_DELAYLINE, else
+    next to the interpreter (the virtualenv's bin, where install.sh puts it)."""
+    return os.environ.get(DELAYLINE_ENV) or os.path.join(os.path.dirname(sys.executable),
+                                                         "testbed-delayline")
+
+
+def delayline_runs(path=None):
+    """True if the compiled delay line exists and runs here."""
+    path = path or delayline_binary()
+    try:
+        return subprocess.run([path, "--help"], capture_output=True, timeout=5,
+                              check=False).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
 
 
 class DelayError(RuntimeError):
@@ -74,9 +97,9 @@ class RelayDelay:
             node = net[w.relay]
             sock = os.path.join(state.dir, f"relay-{w.index}.sock")
             log = open(os.path.join(state.dir, f"relay-{w.index}.log"), "wb")
-            args = [sys.executable, "-m", "testbed.emulation.relay",
-                    "--a", w.relay_a, "--b", w.relay_b, "--control", sock,
-                    "--seed", str(link_seed(spec, w.index)), "--tag", plan.prefix]
+            args = self.command() + [
+                "--a", w.relay_a, "--b", w.relay_b, "--control", sock,
+                "--seed", str(link_seed(spec, w.index)), "--tag", plan.prefix]
             for key, d in (("ab", link.ab), ("ba", link.ba)):
                 args += [f"--{key}-delay", repr(d.delay), f"--{key}-jitter", repr(d.jitter),
                          f"--{key}-loss", repr(d.loss)]
@@ -88,6 +111,10 @@ class RelayDelay:
         deadline = time.monotonic() + RELAY_START_TIMEOUT
         for index, proc in self.procs.items():
             self._wait_ready(index, proc, deadline, state)
+
+    def command(self):
+        """The delay line's program; the options follow."""
+        return [sys.executable, "-m", "testbed.emulation.relay"]
 
     def _wait_ready(self, index, proc, deadline, state):
         left = max(0.0, deadline - time.monotonic())
@@ -140,5 +167,48 @@ class RelayDelay:
         self.procs.clear()
 
 
+class CompiledRelayDelay(RelayDelay):
+    name = "crelay"
+    description = "compiled userspace delay line (testbed-delayline, one process for all WAN links)"
+
+    def command(self):
+        return [delayline_binary()]
+
+    def start(self, net, plan, spec, state):
+        if not plan.wan:
+            return
+        args = self.command() + ["--tag", plan.prefix]
+        for w in plan.wan:
+            sock = os.path.join(state.dir, f"relay-{w.index}.sock")
+            args += ["--link", link_option(w, spec.wan[w.index], sock, link_seed(spec, w.index),
+                                           f"/proc/{net[w.relay].pid}/ns/net")]
+            self.sockets[w.index] = sock
+        # It lives in the first link's middle namespace, so `testbed clean`
+        # finds it by that namespace as well as by its tag.
+        log = open(os.path.join(state.dir, "relay-0.log"), "wb")
+        proc = net[plan.wan[0].relay].popen(args, stdout=subprocess.PIPE, stderr=log)
+        log.close()
+        state.note("pids", proc.pid)
+        for w in plan.wan:
+            self.procs[w.index] = proc
+        self._wait_ready(0, proc, time.monotonic() + RELAY_START_TIMEOUT, state)
+
+    def stop(self):
+        # Every link maps to the one process: stop it once.
+        procs = {id(p): p for p in self.procs.values()}
+        self.procs = dict(enumerate(procs.values()))
+        super().stop()
+
+
+def link_option(wan_plan, link, sock, seed, netns):
+    """One link's `--link` value for testbed-delayline."""
+    items = [f"a={wan_plan.relay_a}", f"b={wan_plan.relay_b}", f"control={sock}",
+             f"netns={netns}", f"seed={seed}"]
+    for key, d in (("ab", link.ab), ("ba", link.ba)):
+        items += [f"{key}-delay={d.delay!r}", f"{key}-jitter={d.jitter!r}",
+                  f"{key}-loss={d.loss!r}"]
+    return ",".join(items)
+
+
 def make_backend(name):
-    return {"netem": NetemDelay, "relay": RelayDelay}[name]()
+    return {"netem": NetemDelay, "relay": RelayDelay, "crelay": CompiledRelayDelay}[name]()

@@ -37,6 +37,7 @@ LINK_ID_RE = re.compile(rf"^{PREFIX}([0-9a-f]{{4}})[a-z]")
 # The last word of a Mininet host's shell: "mininet:<node>", nodes named by plan.py.
 SHELL_NAME_RE = re.compile(rf"mininet:{PREFIX}([0-9a-f]{{4}})[a-z][0-9a-z]*")
 RELAY_MODULE = "testbed.emulation.relay"
+DELAYLINE_PROGRAM = "testbed-delayline"
 SWEEPS = 3          # discovery rounds: a process may fork while its parent is being stopped
 
 
@@ -185,7 +186,8 @@ def named_run(cmd):
     if os.path.basename(cmd[0]) == "bash":
         m = SHELL_NAME_RE.fullmatch(cmd[-1])
         return m.group(1) if m else None
-    if RELAY_MODULE in cmd and "--tag" in cmd:
+    is_relay = RELAY_MODULE in cmd or os.path.basename(cmd[0]) == DELAYLINE_PROGRAM
+    if is_relay and "--tag" in cmd:
         i = cmd.index("--tag")
         tag = cmd[i + 1] if i + 1 < len(cmd) else ""
         if re.fullmatch(rf"{PREFIX}[0-9a-f]{{4}}", tag):

@@ -1,6 +1,8 @@
 """Shared helpers for tests that build real emulated networks."""
 
+import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -37,3 +39,51 @@ def processes_in(netns_inodes):
         except OSError:
             pass
     return found
+
+
+def east_west(name, experiment, bw="20mbit", delay="10ms"):
+    """topo.yaml text: east (a server and a worker) and west (a worker)
+    joined by one WAN link, the PS in east under SSGD; `experiment`: the
+    rest of the experiment section, as YAML lines."""
+    return (f"name: {name}\n"
+            "datacenters:\n"
+            "  - {name: east, servers: 1, workers: 1}\n"
+            "  - {name: west, workers: 1}\n"
+            "wan:\n"
+            f"  - {{between: [east, west], bw: {bw}, delay: {delay}}}\n"
+            "experiment:\n  sync: ssgd\n  overlay: ps\n  server_dc: east\n"
+            + textwrap.indent(textwrap.dedent(experiment).strip() + "\n", "  "))
+
+
+def cmdlines_with(text):
+    """Pids of the processes whose command line contains `text`."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if text.encode() in f.read():
+                    found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+def run_topology(tmp_path, name, text, timeout=400):
+    """`testbed run` of a topology text; (run folder, summary)."""
+    topo = tmp_path / f"{name}.yaml"
+    topo.write_text(text)
+    runs = tmp_path / f"runs-{name}"
+    r = subprocess.run(cli_argv("run", str(topo), "--runs", str(runs)), capture_output=True,
+                       text=True, timeout=timeout)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    (run,) = os.listdir(runs)
+    run = os.path.join(runs, run)
+    with open(os.path.join(run, "summary.json")) as f:
+        return run, json.load(f)
+
+
+def interruptible():
+    """preexec_fn for a child the test will Ctrl-C: started from a shell
+    that runs the tests in the background, it would inherit SIGINT
+    ignored, and Python keeps an ignored SIGINT ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

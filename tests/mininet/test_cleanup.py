@@ -11,29 +11,20 @@ import pytest
 
 from agents.events import read_events
 from testbed.emulation import state as statemod
-from tests.mininet.helpers import ROOT, processes_in, root_links_with, cli_argv
+from tests.mininet.helpers import (ROOT, cli_argv, cmdlines_with, east_west,
+                                   interruptible, processes_in, root_links_with)
 
 pytestmark = pytest.mark.mininet
 QUICKSTART = os.path.join(ROOT, "topologies", "quickstart.yaml")
 # Small and long: two DCs, probes on, a WAN delay (so relays where the kernel
 # lacks netem), a synthetic model so agents start without torch.
-KILLED = """
-name: killed
-datacenters:
-  - {name: east, servers: 1, workers: 1}
-  - {name: west, workers: 1}
-wan:
-  - {between: [east, west], bw: 20mbit, delay: 10ms}
-experiment:
-  sync: ssgd
-  overlay: ps
-  server_dc: east
-  workload: synthetic
-  model: flat-100000
-  compute_time: 100ms
-  stop: {iterations: 1000000, time: 10min}
-  probe: {period: 1s, budget: 5%}
-"""
+KILLED = east_west("killed", """
+    workload: synthetic
+    model: flat-100000
+    compute_time: 100ms
+    stop: {iterations: 1000000, time: 10min}
+    probe: {period: 1s, budget: 5%}
+""")
 
 
 def read_state(rid):
@@ -44,7 +35,8 @@ def read_state(rid):
 def start_net():
     """`testbed net` as a user runs it; returns (process, run id, state)."""
     proc = subprocess.Popen(cli_argv("net", QUICKSTART), stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=interruptible)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         ready, _, _ = select.select([proc.stdout], [], [], 1)
@@ -65,18 +57,6 @@ def run_interfaces(st):
         if statemod.matches(ident):
             names |= statemod.interfaces_of(ident["pid"])
     return names & set(st["links"])
-
-
-def cmdlines_with(text):
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if text.encode() in f.read():
-                    found.append(int(pid))
-        except OSError:
-            pass
-    return found
 
 
 def assert_gone(rid, st):
@@ -173,23 +153,27 @@ def test_sigkill_of_a_run_then_testbed_clean_leaves_nothing_and_the_run_says_kil
     topo.write_text(KILLED)
     runs = tmp_path / "runs"
     proc = subprocess.Popen(cli_argv("run", str(topo), "--runs", str(runs)),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            preexec_fn=interruptible)
     try:
         run, names = wait_until_all_agents_run(runs)
         rid = json.load(open(os.path.join(run, "env.json")))["run_id"]
         st = read_state(rid)
         assert {"east-p", "east-s0", "east-w0", "west-p", "west-w0"} <= set(names)
         assert os.path.exists(os.path.join(run, "control.sock"))
-        # Only the orchestrator dies; its agents, probes and relays live on.
+        # Only the orchestrator dies.  Its agents die with it (their launcher
+        # does, and they with the launcher); the network and relays live on.
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         killed_at = time.time()
     finally:
         if proc.poll() is None:
             proc.kill()
-    agents = cmdlines_with(os.path.join(run, "agents"))
-    assert len(agents) >= len(names), "the agents outlive the orchestrator"
-    if st.get("delay_backend") == "relay":
+    deadline = time.monotonic() + 15
+    while cmdlines_with(os.path.join(run, "agents")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert cmdlines_with(os.path.join(run, "agents")) == [], "agents outlive the orchestrator"
+    if st.get("delay_backend") in ("relay", "crelay"):
         assert cmdlines_with(f"--tag\x00tb{rid}"), "the relays outlive the orchestrator"
     assert json.load(open(os.path.join(run, "status.json")))["status"] == "running"
 

@@ -3,36 +3,28 @@ star's accuracy: the same SSGD arithmetic, only where the sums are made
 differs.  The roots check that every piece of every iteration held exactly
 N contributions (a run that did not would fail)."""
 
-import json
 import os
-import subprocess
 
 import pytest
 
 from agents.events import read_events
-from tests.mininet.helpers import ROOT, cli_argv
+from tests.mininet.helpers import ROOT, run_topology
 
 pytestmark = pytest.mark.mininet
 QUICKSTART = os.path.join(ROOT, "topologies", "quickstart.yaml")
 ITERATIONS = 60
 
 
-def train(tmp_path, overlay, servers_everywhere=False):
+def train(tmp_path, overlay, servers_everywhere=False, options=None):
     text = open(QUICKSTART).read()
-    text = text.replace("overlay: ps", f"overlay: {overlay}")
+    text = text.replace("overlay: ps", f"overlay: {overlay}"
+                        + (f"\n  overlay_options: {options}" if options else ""))
     text = text.replace("stop: {accuracy: 0.9, iterations: 400, time: 3min}",
                         f"stop: {{iterations: {ITERATIONS}, time: 4min}}")
     if servers_everywhere:
-        text = text.replace("{name: frankfurt, workers: 2}", "{name: frankfurt, workers: 2, servers: 1}")
-    topo = tmp_path / f"{overlay}.yaml"
-    topo.write_text(text)
-    runs = tmp_path / f"runs-{overlay}"
-    r = subprocess.run(cli_argv("run", str(topo), "--runs", str(runs)), capture_output=True,
-                       text=True, timeout=400)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    (name,) = os.listdir(runs)
-    run = os.path.join(runs, name)
-    return run, json.load(open(os.path.join(run, "summary.json")))
+        for dc in ("frankfurt", "tokyo"):
+            text = text.replace(f"{{name: {dc}, workers: 2}}", f"{{name: {dc}, workers: 2, servers: 1}}")
+    return run_topology(tmp_path, overlay, text)
 
 
 def events(run, agent):
@@ -78,3 +70,21 @@ def test_tsengine_schedules_every_transfer_and_matches_the_stars_accuracy(tmp_pa
     # Workers relayed to each other: the tree is not the star.
     assert any(d["decision"] == "distribute" and d["sender"] != "virginia-s0" for d in decisions)
     assert any(d["decision"] == "pair" and d["receiver"] != "virginia-s0" for d in decisions)
+
+
+def test_netstorm_plans_from_measured_speeds_over_several_roots_and_matches_the_star(tmp_path, star):
+    # Small pieces and samples, so the small model spreads over roots and
+    # its transfers count as speed samples.
+    run, summary = train(tmp_path, "netstorm", servers_everywhere=True,
+                         options="{piece: 2000, sample_bytes: 4000}")
+    assert summary["iterations"] == ITERATIONS
+    assert abs(summary["final_accuracy"] - star[1]["final_accuracy"]) <= 0.01
+    decisions = [e for e in events(run, "virginia-c") if e["ev"] == "decision"]
+    releases = [d for d in decisions if d["decision"] == "release"]
+    assert releases[0]["it"] == 0 and len(releases[0]["roots"]) == 3
+    # The servers' speed reports moved the policy: re-planned and released again.
+    assert any(d["decision"] == "replan" for d in decisions) and len(releases) >= 2
+    assert any(src == "sample" for d in releases[1:] for src in d["sources"].values())
+    digests = {e["model"] for w in ("virginia-w0", "frankfurt-w1", "tokyo-w0")
+               for e in events(run, w) if e["ev"] == "done"}
+    assert len(digests) == 1               # every worker ends with the same model

@@ -47,6 +47,13 @@ def test_named_run_takes_only_the_testbeds_own_names():
     assert S.named_run(["python", "-m", "testbed.emulation.relay", "--tag", "tb1a2bx"]) is None
 
 
+def test_named_run_knows_the_compiled_delay_line_by_its_program_and_tag():
+    assert S.named_run(["/opt/venv/bin/testbed-delayline", "--tag", "tb00ff",
+                        "--link", "a=x,b=y,control=/run/s"]) == "00ff"
+    assert S.named_run(["/opt/venv/bin/testbed-delayline", "--tag", "tb00ffx"]) is None
+    assert S.named_run(["/opt/venv/bin/other-program", "--tag", "tb00ff"]) is None
+
+
 # ------------------------------------------------------------ identities
 
 @pytest.fixture

@@ -41,6 +41,15 @@ def test_random_walk_is_seeded_bounded_and_exact():
     assert [t for t, _ in walk] == [0, 1, 2, 3, 4, 5, 6]
 
 
+def test_uniform_redraws_every_period_within_the_band_and_follows_the_seed():
+    draws = D.uniform(low=20e6, high=155e6, every=180, seed=3, start=10, until=400)
+    assert [t for t, _ in draws] == [10, 190, 370]
+    rng = __import__("random").Random(3)     # the same seed, the same draws
+    assert [v["rate"] for _, v in draws] == [rng.uniform(20e6, 155e6) for _ in range(3)]
+    assert all(20e6 <= v["rate"] <= 155e6 for _, v in D.uniform(20e6, 155e6, 1, seed=9, until=500))
+    assert draws != D.uniform(low=20e6, high=155e6, every=180, seed=4, start=10, until=400)
+
+
 def test_traces_read_units_and_skip_the_source_line(tmp_path):
     f = tmp_path / "t.csv"
     f.write_text("# source: made up\ntime_s,bw,delay,loss\n0,20mbit,40ms,0%\n2.5,5mbit,,1%\n")

@@ -108,10 +108,6 @@ PAIRS = [schedule.Pair("a", "b", (("a", "b"),)), schedule.Pair("b", "a", (("b", 
          schedule.Pair("a", "c", (("a", "b"), ("b", "c")))]
 
 
-def test_each_pair_gets_its_own_slot_of_the_period():
-    assert schedule.slots(PAIRS, 3.0) == {("a", "b"): 0.0, ("b", "a"): 1.0, ("a", "c"): 2.0}
-
-
 def test_trains_last_train_time_unless_the_budget_shared_on_a_link_says_less():
     # b->a alone on its link: 0.1 s at 20 Mbit/s = 165 frames
     assert schedule.train_plan(PAIRS[1], PAIRS, 20e6, 2.5, 0.05, 0.1) == (165, 1)
@@ -122,3 +118,15 @@ def test_trains_last_train_time_unless_the_budget_shared_on_a_link_says_less():
 def test_a_link_too_slow_for_a_minimal_train_is_probed_less_often():
     # 1 Mbit/s, 0.1 s budget per period -> 8 frames < 16: every 2 periods
     assert schedule.train_plan(PAIRS[1], PAIRS, 1e6, 2.0, 0.05, 0.1) == (16, 2)
+
+
+def test_a_link_shared_by_many_pairs_gets_full_trains_less_often_not_untimeable_ones():
+    # 9 pairs on one link: 5% x 2.5 s / 9 = 13.9 ms a period, 22 frames at
+    # 20 Mbit/s, too short to time.  A 60 ms train (ceil(99.07) = 100 frames)
+    # every ceil(100 x 12112 / (20e6 x 0.01389)) = ceil(4.36) = 5 periods.
+    crowded = [schedule.Pair(f"s{i}", "d", (("x", "y"),)) for i in range(9)]
+    assert schedule.train_plan(crowded[0], crowded, 20e6, 2.5, 0.05, 0.1) == (100, 5)
+
+
+def test_the_first_train_is_small_and_goes_at_once():
+    assert schedule.train_plan(PAIRS[0], PAIRS, None, 2.5, 0.05, 0.1) == (16, 1)

@@ -138,7 +138,31 @@ def test_an_error_before_any_run_folder_ends_the_sweep(tmp_path):
         W.run_sweep(r, str(tmp_path / "sweep"), run_one)
 
 
+VARIANTS = """
+id: demo
+base: base.yaml
+axes:
+  variant:
+    - {name: star, experiment.overlay: ps}
+    - {name: slow-b, experiment.seed: 3, bw_scale: 0.5}
+  experiment.seed: [0, 1]
+"""
+
+
+def test_variants_bundle_several_paths_under_one_name(tmp_path):
+    r = W.load_recipe(recipe_at(tmp_path, VARIANTS))
+    assert [s.label for s in r.settings()] == ["star_seed-0", "star_seed-1", "slow-b_seed-0",
+                                               "slow-b_seed-1"]
+    star, slow = W.setting_document(r, r.settings()[0]), W.setting_document(r, r.settings()[2])
+    assert star["experiment"]["overlay"] == "ps" and "overlay" not in slow["experiment"]
+    assert [w["bw"] for w in slow["wan"]] == ["25mbit", "10mbit", "25mbit"]
+    assert slow["experiment"]["seed"] == 0      # the later axis sets it after the variant
+
+
 @pytest.mark.parametrize("body,msg", [
+    ("id: x\nbase: base.yaml\naxes: {variant: [{experiment.seed: 1}]}\n", "with a name"),
+    ("id: x\nbase: base.yaml\naxes: {variant: [{name: a}, {name: a}]}\n", "'a' is taken"),
+    ("id: x\nbase: base.yaml\naxes: {variant: [{name: a, colour: 1}]}\n", "neither a dotted path"),
     ("id: x\nbase: base.yaml\naxes: {}\nbogus: 1\n", "unknown keys bogus"),
     ("id: x\naxes: {}\n", "base: missing"),
     ("id: x\nbase: nope.yaml\naxes: {}\n", "not found"),

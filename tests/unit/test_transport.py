@@ -1,19 +1,12 @@
 """The transport over real ZeroMQ sockets on loopback."""
 
-import socket
+import time
 
 import numpy as np
 import pytest
 
 from agents.transport import Endpoint, PeerDead, RecvTimeout, split
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+from tests.ports import free_port
 
 
 # Short enough that a test waiting a few seconds outlasts both, so only
@@ -130,3 +123,65 @@ def test_a_dead_peer_is_detected_not_waited_on_forever(pair):
     with pytest.raises(PeerDead, match="peer a has been silent"):
         b.recv(timeout=30 * DEAD_AFTER, watch=["a"])
     a.close = lambda: None  # already closed
+
+
+@pytest.fixture
+def queued_pair():
+    pa, pb = free_port(), free_port()
+    a = Endpoint("a", "127.0.0.1", pa, {"b": ("127.0.0.1", pb)}, chunk_bytes=64 * 1024,
+                 queued=True)
+    b = Endpoint("b", "127.0.0.1", pb, {"a": ("127.0.0.1", pa)}, chunk_bytes=64 * 1024)
+    yield a, b
+    a.close()
+    b.close()
+
+
+def test_queued_mode_holds_the_backlog_in_the_application_queue_in_order(queued_pair):
+    a, b = queued_pair
+    xs = [np.full(1_000_000, i, dtype=np.float32) for i in range(6)]
+    for i, x in enumerate(xs):
+        a.send("b", {"type": "t", "i": i}, x)
+    a.send("b", {"type": "end"})
+    # Nothing pumps until the sender polls, so all but the first wait in
+    # the application queue, header-only messages behind data too.
+    assert a.queue_length("b") >= 6
+    a.flush(timeout=20)
+    assert a.queue_length("b") == 0
+    got = [b.recv(timeout=10) for _ in range(7)]
+    assert [m.header.get("i") for m in got] == [0, 1, 2, 3, 4, 5, None]
+    assert all(np.array_equal(m.payload, x) for m, x in zip(got, xs))
+
+
+def test_a_stamped_message_carries_when_it_left_the_queue_and_arrived(queued_pair):
+    a, b = queued_pair
+    for _ in range(2):
+        a.send("b", {"type": "t"}, np.zeros(500_000, np.float32))
+    a.send("b", {"type": "t", "stamp": True}, np.zeros(500_000, np.float32))
+    assert a.queue_length("b") >= 2            # the stamped one waits behind the second
+    time.sleep(0.2)
+    before_flush = time.time()
+    a.flush(timeout=20)
+    got = [b.recv(timeout=10) for _ in range(3)]
+    assert all("sent" not in m.header for m in got[:2]) and "stamp" not in got[2].header
+    # Stamped when it left the queue (during the flush), not when sent.
+    assert before_flush <= got[2].header["sent"] <= got[2].header["arrived"]
+
+
+def test_a_closing_endpoint_waits_for_its_last_message_to_leave():
+    # The peer is not there yet when the sender closes (as a worker whose
+    # last model is still crossing a slow link): the message must still go.
+    import threading
+    pa, pb = free_port(), free_port()
+    a = Endpoint("a", "127.0.0.1", pa, {"b": ("127.0.0.1", pb)}, dead_after=1.0)
+    a.send("b", {"type": "last"}, np.arange(1000, dtype=np.float32))
+    closing = threading.Thread(target=a.close)
+    closing.start()
+    time.sleep(3.0)                      # longer than the old 2 s linger
+    b = Endpoint("b", "127.0.0.1", pb, {"a": ("127.0.0.1", pa)})
+    try:
+        m = b.recv(timeout=10)
+        assert m.header["type"] == "last" and np.array_equal(m.payload, np.arange(1000))
+        closing.join(timeout=10)
+        assert not closing.is_alive()
+    finally:
+        b.close()

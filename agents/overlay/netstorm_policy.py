@@ -1,0 +1,138 @@
+"""NetStorm's coordinator side: link speeds in, versioned policies out,
+released at iteration boundaries every node agrees on.
+
+Speeds (bytes/s per direction between neighbouring DCs) come from the
+servers' own measurements (`ns_speed` reports, see `netstorm_node`); a
+link that carried no sample takes the probes' estimate; a link with
+neither counts as equal to every other (the authors seeded random values
+instead, which says nothing about the network).
+
+Every `check_period` seconds, when the speeds changed since the policy in
+force by more than `update_change` (the mean relative change over the
+links that changed, as the original), the policy is recomputed and gets
+the next version; `replan: 0` keeps the first one.
+
+Consistency: each worker asks for the release of iteration t when it
+starts it (`ns_release`); once every worker has, the coordinator answers
+every node with the version in force for t, and the policy itself when
+that version is new to them.  A version released for t is used by every
+node for every piece of t, so no piece is aggregated under two trees.
+"""
+
+import time
+
+from agents.overlay import netstorm as ns
+
+EQUAL_SPEED = 1.0          # bytes/s of a link nothing is known about: only ratios matter
+
+
+class Policy:
+    def __init__(self, layout, seed=0, clock=time.monotonic):
+        self.layout = layout
+        self.clock = clock
+        self.order = ns.overlay_dcs(layout)
+        on = set(self.order)
+        self.links = []
+        for a, b, *_ in layout.links:
+            if a in on and b in on:
+                self.links += [(a, b), (b, a)]
+        self.nodes = ns.servers_by_dc(layout)
+        self.everyone = sorted(set(self.nodes.values()) | set(layout.worker_names))
+        self.samples = {}              # (a, b) -> bytes/s measured by the servers
+        self.estimates = {}            # (a, b) -> bytes/s from the probes
+        self.version = -1
+        self.policy = None
+        self.planned_on = None         # the speeds the policy in force was computed from
+        self.released_version = -1
+        self.waiting = {}              # it -> workers at the boundary
+        self.next_check = None
+
+    # ----------------------------------------------------------- inputs
+
+    def speeds(self):
+        return {link: self.samples.get(link) or self.estimates.get(link) or EQUAL_SPEED
+                for link in self.links}
+
+    def take_estimates(self, estimates):
+        """Probe estimates {"a->b": bit/s}."""
+        for key, bps in estimates.items():
+            a, _, b = key.partition("->")
+            if (a, b) in self.links and bps:
+                self.estimates[(a, b)] = bps / 8
+
+    def on_message(self, sender, header):
+        """(replies [(dst, header)], decisions [dict])."""
+        kind = header.get("type")
+        if kind == "ns_speed":
+            link = (header["src"], header["dst"])
+            if link in self.links:
+                self.samples[link] = header["rate"] / 8
+            return [], []
+        if kind == "ns_release":
+            return self._release(sender, header["it"])
+        raise ValueError(f"netstorm's coordinator got an unknown request {kind!r} from {sender}")
+
+    def tick(self, now=None):
+        """Re-plan when it is time and the speeds moved; [decision]."""
+        now = self.clock() if now is None else now
+        if self.policy is None or not self.layout.option("replan", ns.OPTIONS["replan"]):
+            return []
+        if self.next_check is None:
+            self.next_check = now
+        if now < self.next_check:
+            return []
+        self.next_check = now + ns.option(self.layout, "check_period")
+        speeds = self.speeds()
+        change = relative_change(self.planned_on, speeds)
+        if change is None or change <= ns.option(self.layout, "update_change"):
+            return []
+        self._plan(speeds)
+        return [{"decision": "replan", "version": self.version, "change": change,
+                 "roots": self.roots()}]
+
+    # ----------------------------------------------------------- internals
+
+    def _plan(self, speeds):
+        self.policy = ns.compute_policy(speeds, self.order, self.layout)
+        self.planned_on = speeds
+        self.version += 1
+
+    def sources(self):
+        """Where each link's speed comes from: a server's sample, a probe, or
+        nothing yet."""
+        return {f"{a}->{b}": "sample" if (a, b) in self.samples else
+                "probe" if (a, b) in self.estimates else "none" for a, b in self.links}
+
+    def roots(self):
+        total = sum(self.policy["perf"].values())
+        return {dc: round(p / total, 4) for dc, p in self.policy["perf"].items() if p > 0}
+
+    def _release(self, worker, it):
+        waiting = self.waiting.setdefault(it, set())
+        if worker in waiting:
+            raise ValueError(f"{worker} asked twice for the release of iteration {it}")
+        waiting.add(worker)
+        if len(waiting) < len(self.layout.workers):
+            return [], []
+        del self.waiting[it]
+        if self.policy is None:
+            self._plan(self.speeds())
+        reply = {"type": "ns_policy", "it": it, "version": self.version}
+        decisions = []
+        if self.version != self.released_version:
+            reply["policy"] = self.policy
+            self.released_version = self.version
+            decisions.append({"decision": "release", "it": it, "version": self.version,
+                              "roots": self.roots(),
+                              "speeds": {f"{a}->{b}": s * 8 for (a, b), s in self.planned_on.items()},
+                              "sources": self.sources()})
+        return [(node, reply) for node in self.everyone], decisions
+
+
+def relative_change(old, new):
+    """Mean of |new - old| / old over the links whose speed changed; None
+    when none did."""
+    if old is None:
+        return None
+    changed = [abs(new[k] - old[k]) / old[k] for k in new if new[k] != old.get(k, new[k])]
+    return sum(changed) / len(changed) if changed else None

@@ -1,0 +1,256 @@
+"""Both delay lines, the Python reference (relay) and the compiled one
+(crelay), deliver what a WAN link configures and answer the same control
+protocol: delay, seeded loss, live changes, counters, refusals."""
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+import pytest
+
+from testbed.emulation import measure, network
+from testbed.emulation.delay import CompiledRelayDelay, RelayDelay
+from tests.mininet.helpers import spec_of
+
+pytestmark = pytest.mark.mininet
+
+BACKENDS = ["relay", "crelay"]
+PROGRAMS = {"relay": RelayDelay, "crelay": CompiledRelayDelay}
+
+
+def two_dcs(delay_ms, forward=""):
+    return spec_of(f"""
+    datacenters: [{{name: east, workers: 1}}, {{name: west, workers: 1}}]
+    wan:
+      - between: [east, west]
+        bw: 20mbit
+        delay: {delay_ms}ms
+        {f"forward: {{{forward}}}" if forward else ""}
+    """)
+
+
+def ping(net, src, dst, count, interval, size):
+    """(sent, received) of a ping run from src to dst."""
+    out = network.run_in(net.node(src), ["ping", "-n", "-q", "-c", str(count), "-i", str(interval),
+                                         "-s", str(size), "-W", "2", net.ip(dst)], check=False)
+    m = re.search(r"(\d+) packets transmitted, (\d+) received", out)
+    assert m, out
+    return int(m.group(1)), int(m.group(2))
+
+
+def link_stats(net):
+    return net.backend.stats()[0]["dirs"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_ping_rtt_is_twice_the_configured_delay_within_2_percent(backend):
+    with network.build(two_dcs(20), delay_backend=backend) as net:
+        assert net.backend.name == backend
+        rtt = measure.ping_rtt(net, "east-w0", "west-w0", count=15, interval=0.05)
+        assert abs(rtt - 0.040) <= 0.02 * 0.040, rtt
+
+
+COUNTER = textwrap.dedent("""
+    import socket, sys
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
+    s.bind(("0.0.0.0", 9302))
+    print("ready", flush=True)
+    seqs = []
+    s.settimeout(30.0)                              # the sender may be slow to start
+    try:
+        while True:
+            seqs.append(int(s.recv(64)))
+            s.settimeout(1.0)                       # over after 1 s of silence
+    except socket.timeout:
+        pass
+    print(" ".join(map(str, seqs)), flush=True)
+""")
+
+STREAM = textwrap.dedent("""
+    import socket, sys, time
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    count, gap = int(sys.argv[2]), float(sys.argv[3])
+    start = time.monotonic()
+    for seq in range(count):
+        wait = start + seq * gap - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        s.sendto(str(seq).encode(), (sys.argv[1], 9302))
+""")
+
+
+def stream(net, count, gap, during=None):
+    """Send `count` numbered datagrams east -> west, `gap` s apart; call
+    `during` once they flow; returns the sequence numbers received, in order."""
+    receiver = net.node("west-w0").popen([sys.executable, "-c", COUNTER], stdout=subprocess.PIPE,
+                                         text=True)
+    assert receiver.stdout.readline().strip() == "ready"
+    sender = net.node("east-w0").popen([sys.executable, "-c", STREAM, net.ip("west-w0"),
+                                        str(count), str(gap)])
+    if during:
+        time.sleep(count * gap / 2)
+        during()
+    assert sender.wait(timeout=60) == 0
+    out, _ = receiver.communicate(timeout=60)
+    return [int(x) for x in out.split()]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_seeded_loss_of_5_percent_drops_a_binomial_share_and_counts_each_drop(backend):
+    with network.build(two_dcs(5, "loss: 5%"), delay_backend=backend) as net:
+        measure.ping_rtt(net, "east-w0", "west-w0", count=1)      # ARP resolved first
+        before = link_stats(net)
+        got = stream(net, 4000, 0.0005)
+        after = link_stats(net)
+    lost = 4000 - len(got)
+    # Binomial(4000, 0.05): mean 200, standard deviation 13.8; 4 sd either way.
+    assert abs(lost - 200) <= 55, lost
+    # Only the forward direction drops, and the counter saw every loss (and
+    # perhaps a neighbour probe's).
+    assert lost <= after["ab"]["dropped"] - before["ab"]["dropped"] <= lost + 2
+    assert after["ba"]["dropped"] == before["ba"]["dropped"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_frames_queued_before_a_live_cut_of_the_delay_still_leave_first(backend):
+    # 30 ms to 5 ms in mid-stream: the frames behind may not overtake the
+    # ones still held for 30 ms.
+    with network.build(two_dcs(30), delay_backend=backend) as net:
+        measure.ping_rtt(net, "east-w0", "west-w0", count=1)
+        got = stream(net, 1000, 0.001, during=lambda: net.change_link("east", "west", both=False,
+                                                                       delay=0.005))
+    assert len(got) == 1000 and got == sorted(got)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_live_delay_change_through_the_control_socket_takes_effect(backend):
+    with network.build(two_dcs(10), delay_backend=backend) as net:
+        rtt = measure.ping_rtt(net, "east-w0", "west-w0", count=10, interval=0.05)
+        assert abs(rtt - 0.020) <= 0.002, rtt
+        reply = net.backend.request(0, {"op": "set", "dir": "ab", "delay": 0.02})
+        assert reply["settings"] == {"delay": 0.02, "jitter": 0.0, "loss": 0.0}
+        rtt = measure.ping_rtt(net, "east-w0", "west-w0", count=10, interval=0.05)
+        # Never early by more than the release clock's 0.5 ms per direction;
+        # late by a few ms at most when other work holds the CPU.
+        assert 0.029 <= rtt <= 0.035, rtt
+        assert link_stats(net)["ab"]["delay"] == 0.02
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_counters_count_every_forwarded_frame_and_byte_per_direction(backend):
+    with network.build(two_dcs(2), delay_backend=backend) as net:
+        measure.ping_rtt(net, "east-w0", "west-w0", count=1)
+        before = link_stats(net)
+        sent, received = ping(net, "east-w0", "west-w0", count=40, interval=0.01, size=1000)
+        time.sleep(0.1)
+        after = link_stats(net)
+    assert sent == received == 40
+    frame = 14 + 20 + 8 + 1000              # Ethernet, IPv4, ICMP, payload
+    for key in ("ab", "ba"):
+        frames = after[key]["frames"] - before[key]["frames"]
+        extra = (after[key]["bytes"] - before[key]["bytes"]) - 40 * frame
+        # A neighbour probe (a 42-byte ARP frame) may cross as well.
+        assert 40 <= frames <= 42 and extra == (frames - 40) * 42, (key, frames, extra)
+        assert after[key]["dropped"] == before[key]["dropped"] and after[key]["queued"] == 0
+
+
+# ---- the control protocol, on a delay line between a veth pair of its own
+
+@pytest.fixture(params=BACKENDS)
+def lone_delay_line(request):
+    """A delay line in a fresh network namespace (gone with the process),
+    between the two ends of a veth pair; yields its control socket path."""
+    if request.param == "crelay" and not os.access(CompiledRelayDelay().command()[0], os.X_OK):
+        pytest.fail("the compiled delay line is not built: run scripts/install.sh")
+    folder = tempfile.mkdtemp(prefix="delayline-")
+    sock = os.path.join(folder, "control.sock")
+    argv = PROGRAMS[request.param]().command() + [
+        "--a", "va", "--b", "vb", "--control", sock, "--seed", "7", "--ab-delay", "0.01",
+        "--ba-loss", "0.5"]
+    script = ("ip link add va type veth peer name vb && ip link set va up && ip link set vb up "
+              "&& exec \"$@\"")
+    proc = subprocess.Popen(["unshare", "-n", "sh", "-c", script, "sh", *argv],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        line = proc.stdout.readline()
+        assert json.loads(line) == {"ready": True, "pid": proc.pid}, proc.stderr.read()
+        yield sock, proc
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+        proc.wait(timeout=5)
+        proc.stdout.close()
+        proc.stderr.close()
+        if os.path.exists(sock):
+            os.unlink(sock)
+        os.rmdir(folder)
+
+
+def ask(sock, text):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(3)
+    s.connect(sock)
+    s.sendall(text.encode() + b"\n")
+    reply = s.makefile("rb").readline()
+    s.close()
+    return json.loads(reply)
+
+
+def test_stats_reply_has_the_settings_and_counters_of_both_directions(lone_delay_line):
+    sock, proc = lone_delay_line
+    reply = ask(sock, '{"op": "stats"}')
+    assert reply["ok"] is True and reply["pid"] == proc.pid and reply["cpu_s"] >= 0
+    assert reply["dirs"] == {
+        "ab": {"delay": 0.01, "jitter": 0.0, "loss": 0.0, "frames": 0, "bytes": 0, "dropped": 0,
+               "queued": 0},
+        "ba": {"delay": 0.0, "jitter": 0.0, "loss": 0.5, "frames": 0, "bytes": 0, "dropped": 0,
+               "queued": 0}}
+
+
+def test_set_changes_one_direction_and_answers_its_settings(lone_delay_line):
+    sock, _ = lone_delay_line
+    reply = ask(sock, '{"op": "set", "dir": "ba", "delay": 0.25, "jitter": 0.002, "loss": 0.1}')
+    assert reply == {"ok": True, "settings": {"delay": 0.25, "jitter": 0.002, "loss": 0.1}}
+    dirs = ask(sock, '{"op": "stats"}')["dirs"]
+    assert (dirs["ba"]["delay"], dirs["ab"]["delay"]) == (0.25, 0.01)
+
+
+@pytest.mark.parametrize("request_line", [
+    '{"op": "set", "dir": "ab", "loss": 1.5}',
+    '{"op": "set", "dir": "ab", "delay": -1}',
+    '{"op": "set", "dir": "xy", "delay": 0.1}',
+    '{"op": "reboot"}',
+    '{"op": "stats"',
+    'stats',
+])
+def test_a_bad_request_is_refused_with_an_error_and_changes_nothing(lone_delay_line, request_line):
+    sock, proc = lone_delay_line
+    reply = ask(sock, request_line)
+    assert reply["ok"] is False and isinstance(reply["error"], str) and reply["error"], reply
+    assert ask(sock, '{"op": "stats"}')["dirs"]["ab"]["loss"] == 0.0
+    assert ask(sock, '{"op": "stats"}')["dirs"]["ab"]["delay"] == 0.01
+    assert proc.poll() is None
+
+
+def test_sigterm_ends_the_delay_line_cleanly_and_removes_its_socket(lone_delay_line):
+    sock, proc = lone_delay_line
+    proc.terminate()
+    assert proc.wait(timeout=5) == 0
+    assert not os.path.exists(sock)
+
+
+def test_the_compiled_delay_line_refuses_a_bad_option_with_exit_2():
+    program = CompiledRelayDelay().command()[0]
+    r = subprocess.run([program, "--a", "x", "--b", "y", "--control", "/tmp/no.sock",
+                        "--ab-loss", "2"], capture_output=True, text=True, check=False)
+    assert r.returncode == 2 and "--ab-loss" in r.stderr and "Traceback" not in r.stderr
+    assert not os.path.exists("/tmp/no.sock")
+    r = subprocess.run([program, "--b", "y"], capture_output=True, text=True, check=False)
+    assert r.returncode == 2 and "required" in r.stderr
