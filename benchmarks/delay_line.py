@@ -297,7 +297,7 @@ def table(rows, base):
         lines.append(f"CPU per frame, python / compiled: {ratios}")
     lines.append("(CPU/frame = the delay line process's user + system time, which includes "
                  "the receiving side's kernel work that runs when a frame is handed to a veth; "
-                 "the compiled line serves all links from one process)")
+                 "the compiled line serves its share of the links from one process per core)")
     return "\n".join(lines)
 
 

@@ -26,8 +26,8 @@ direction's ACKs, which take about 2% of each direction when both carry a
 flow, so about 0.98 is the ceiling here.  `lost` counts flows that never
 got going or whose connection went.  Where a size misses the goal, the
 `limit` column names what ran out: `cpu` when the machine was more than 95%
-busy (busy = not idle), `delay line` when the compiled delay line, one
-process for every link, used more than 80% of its one core.
+busy (busy = not idle), `delay line` when the compiled delay line's
+processes (one per core) used more than 80% of their cores.
 
     sudo .venv/bin/python benchmarks/scale.py [--sizes 3,6,9,12,16] [--seconds 8]
 """
@@ -49,7 +49,7 @@ from testbed.topogen import ring_with_chords
 GOODPUT_TOLERANCE = 0.05
 RTT_TOLERANCE = 0.002
 CPU_FULL = 0.95
-DELAY_LINE_FULL = 0.8      # of its one core: it also waits on a 1 ms tick
+DELAY_LINE_FULL = 0.8      # of each process's core: it also waits on a 1 ms tick
 BASE_PORT = 5301
 
 
@@ -245,11 +245,12 @@ def measure_size(n, args, root):
 
 
 def limit(row):
-    """What ran out: the machine's cores, or the one core of the compiled
-    delay line (a single process serves every link), or nothing seen."""
+    """What ran out: the machine's cores, or the compiled delay line's
+    (one process per core, each bound to its core), or nothing seen."""
     if max(row["cpu_busy"], row["cpu_busy_paced"]) > CPU_FULL:
         return "cpu"
-    if row["backend"] == "crelay" and (row["delay_line_cpu"] or 0) > DELAY_LINE_FULL:
+    if row["backend"] == "crelay" and \
+            (row["delay_line_cpu"] or 0) > DELAY_LINE_FULL * min(row["links"], os.cpu_count()):
         return "delay line"
     return "-"
 

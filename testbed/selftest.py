@@ -6,7 +6,7 @@ delays; per direction, TCP goodput within 5% of the wire rate times the TCP
 payload share of a frame.  Where the delay line is in use, its CPU share
 while the direction runs at full rate is reported too: the CPU of the
 process that serves the link, which for the compiled delay line is one
-process serving every link (the others idle meanwhile).
+process serving a share of the links (the others idle meanwhile).
 """
 
 import time

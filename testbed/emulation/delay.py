@@ -10,9 +10,10 @@ HTB class, how to start, how to change a direction live, how to stop.
   for the delay (testbed.emulation.relay); changes are messages to it.
 * ``CompiledRelayDelay``: the same, with the compiled delay line
   (testbed-delayline, built from delayline.c by scripts/install.sh): one
-  process for every WAN link, which opens each link's sockets in that
-  link's middle namespace and keeps one control socket per link (the same
-  protocol).  Its stats' cpu_s is that one process's, shared by all links.
+  process per core, each serving a share of the WAN links; a process opens
+  each of its links' sockets in that link's middle namespace and keeps one
+  control socket per link (the same protocol).  A link's stats' cpu_s is
+  its process's, shared by that process's links.
 """
 
 import json
@@ -169,32 +170,42 @@ class RelayDelay:
 
 class CompiledRelayDelay(RelayDelay):
     name = "crelay"
-    description = "compiled userspace delay line (testbed-delayline, one process for all WAN links)"
+    description = ("compiled userspace delay line (testbed-delayline, one process per core, "
+                   "each serving a share of the WAN links)")
 
     def command(self):
         return [delayline_binary()]
 
     def start(self, net, plan, spec, state):
-        if not plan.wan:
-            return
-        args = self.command() + ["--tag", plan.prefix]
-        for w in plan.wan:
-            sock = os.path.join(state.dir, f"relay-{w.index}.sock")
-            args += ["--link", link_option(w, spec.wan[w.index], sock, link_seed(spec, w.index),
-                                           f"/proc/{net[w.relay].pid}/ns/net")]
-            self.sockets[w.index] = sock
-        # It lives in the first link's middle namespace, so `testbed clean`
-        # finds it by that namespace as well as by its tag.
-        log = open(os.path.join(state.dir, "relay-0.log"), "wb")
-        proc = net[plan.wan[0].relay].popen(args, stdout=subprocess.PIPE, stderr=log)
-        log.close()
-        state.note("pids", proc.pid)
-        for w in plan.wan:
-            self.procs[w.index] = proc
-        self._wait_ready(0, proc, time.monotonic() + RELAY_START_TIMEOUT, state)
+        # One process per core: a single one saturates its core long before
+        # the machine is busy (six DCs of 20 Mbit/s links on two cores).
+        groups = [plan.wan[k::max(1, os.cpu_count() or 1)]
+                  for k in range(min(len(plan.wan), os.cpu_count() or 1))]
+        started = []
+        for group in groups:
+            args = self.command() + ["--tag", plan.prefix]
+            for w in group:
+                sock = os.path.join(state.dir, f"relay-{w.index}.sock")
+                args += ["--link", link_option(w, spec.wan[w.index], sock,
+                                               link_seed(spec, w.index),
+                                               f"/proc/{net[w.relay].pid}/ns/net")]
+                self.sockets[w.index] = sock
+            # It lives in its first link's middle namespace, so `testbed
+            # clean` finds it by that namespace as well as by its tag.
+            first = group[0].index
+            log = open(os.path.join(state.dir, f"relay-{first}.log"), "wb")
+            proc = net[group[0].relay].popen(args, stdout=subprocess.PIPE, stderr=log)
+            log.close()
+            state.note("pids", proc.pid)
+            for w in group:
+                self.procs[w.index] = proc
+            started.append((first, proc))
+        deadline = time.monotonic() + RELAY_START_TIMEOUT
+        for first, proc in started:
+            self._wait_ready(first, proc, deadline, state)
 
     def stop(self):
-        # Every link maps to the one process: stop it once.
+        # Several links map to each process: stop each once.
         procs = {id(p): p for p in self.procs.values()}
         self.procs = dict(enumerate(procs.values()))
         super().stop()
