@@ -4,7 +4,6 @@ shipping a run folder back, and refusing a cluster that cannot be used."""
 import io
 import json
 import os
-import socket
 import subprocess
 import sys
 import tarfile
@@ -13,6 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from testbed import cluster
+from tests.ports import free_port
 from testbed.runfolder import is_run_folder
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
@@ -80,17 +80,9 @@ def test_a_tar_that_is_not_one_run_folder_is_refused(tmp_path):
     assert os.listdir(planned.folder) == []
 
 
-def closed_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def test_an_address_nothing_answers_at_is_told_at_once():
     with pytest.raises(cluster.ClusterError, match="no Ray head answers at 127.0.0.1:"):
-        cluster._check_reachable(f"127.0.0.1:{closed_port()}")
+        cluster._check_reachable(f"127.0.0.1:{free_port()}")   # nobody listens
     with pytest.raises(cluster.AddressError, match="HOST:PORT"):
         cluster._check_reachable("head-without-port")
 
@@ -108,7 +100,7 @@ def test_cluster_mistakes_are_one_sentence_and_touch_nothing(tmp_path):
     assert "install the cluster extra" in r.stderr and "Traceback" not in r.stderr
     r = sweep_cli(tmp_path, "--cluster", "nohead")
     assert r.returncode == 2 and r.stderr.startswith("error: --cluster 'nohead'"), r.stderr
-    r = sweep_cli(tmp_path, "--cluster", f"127.0.0.1:{closed_port()}")
+    r = sweep_cli(tmp_path, "--cluster", f"127.0.0.1:{free_port()}")
     assert r.returncode == 1 and "no Ray head answers" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "runs").exists()
 
