@@ -19,17 +19,27 @@ so `queue_length(peer)` is the real backlog towards that peer.  A message
 whose header asks for `stamp` gets the wall-clock time its first chunk
 left that queue as `sent`, and the receiver adds `arrived` when its last
 chunk is in: a one-way transfer time free of the time it queued.
+
+Pacing (`set_rate(peer, bits_per_s)`, for coflow schedulers and planners
+that give each sender a rate per peer): a paced peer's messages wait in its
+application queue in either mode, and a token bucket over payload bytes
+(burst: one chunk) decides when the next chunk may leave.  Nothing sleeps:
+the receive loop wakes up when the next chunk is due, so an agent keeps
+receiving while its paced data waits.  `paced(peer)` is the rate achieved.
 """
 
 import collections
 import itertools
 import json
+import math
 import threading
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 import zmq
+
+from agents.pacing import TokenBucket
 
 HEARTBEAT_SUFFIX = "#hb"
 # Messages smaller than this are not logged as transfers (control traffic).
@@ -68,6 +78,17 @@ class _Outgoing:
     view: memoryview
     chunks: list
     next: int = 0
+    queued_at: float = 0.0           # monotonic time it entered the queue
+
+
+@dataclass
+class _PaceMeter:
+    """Payload released to a paced peer while it had a backlog: each chunk
+    that was already waiting when the one before it left counts with the
+    time between the two, so idle gaps count as neither bytes nor time."""
+    bytes: int = 0
+    seconds: float = 0.0
+    last: float = None               # the previous release, None when idle
 
 
 @dataclass
@@ -98,7 +119,9 @@ class Endpoint:
         is where our own connections leave from (routing may depend on it)."""
         self.source = source
         self.queued = queued
-        self.outgoing = {}            # peer -> deque of _Outgoing (queued mode)
+        self.outgoing = {}            # peer -> deque of _Outgoing (queued mode, paced peers)
+        self.buckets = {}             # peer -> TokenBucket of a paced peer
+        self.meters = {}              # peer -> _PaceMeter
         self.name = name
         self.chunk_bytes = int(chunk_bytes)
         self.dead_after = dead_after
@@ -156,18 +179,51 @@ class Endpoint:
                     "dtype": arr.dtype.str, "shape": list(arr.shape)}
             self.bytes_sent[peer] = self.bytes_sent.get(peer, 0) + arr.nbytes
             out = _Outgoing(meta, memoryview(arr).cast("B"), chunks)
-        if not self.queued:
+        queue = self.outgoing.setdefault(peer, collections.deque())
+        if not self.queued and peer not in self.buckets and not queue:
             self._send_chunks(sock, out, block=True)
             return
-        queue = self.outgoing.setdefault(peer, collections.deque())
+        out.queued_at = time.monotonic()
         queue.append(out)
         if len(queue) == 1:
             self.pump(peer)
 
-    def _send_chunks(self, sock, out, block):
+    def set_rate(self, peer, bits_per_s, burst=None):
+        """Pace what goes to peer to bits_per_s of payload (None or 0:
+        unpaced), from now on, what is queued included.  burst: bytes that
+        may go at once when pacing starts, one chunk unless given."""
+        if peer not in self.dealers:
+            raise KeyError(f"no peer {peer!r}")
+        if not bits_per_s:
+            self.buckets.pop(peer, None)
+            if peer in self.meters:
+                self.meters[peer].last = None
+        elif bits_per_s < 0:
+            raise ValueError(f"a rate must not be negative, not {bits_per_s!r} bit/s")
+        elif peer in self.buckets:
+            self.buckets[peer].set_rate(bits_per_s, time.monotonic())
+        else:
+            self.buckets[peer] = TokenBucket(bits_per_s, burst or self.chunk_bytes, time.monotonic())
+            self.meters.setdefault(peer, _PaceMeter())
+        self.pump(peer)
+
+    def rate(self, peer):
+        """The rate peer is paced to in bit/s, None when unpaced."""
+        bucket = self.buckets.get(peer)
+        return bucket.rate if bucket else None
+
+    def paced(self, peer):
+        """(payload bytes, seconds) released to peer while paced and
+        backlogged; their ratio is the rate achieved.  Cumulative: callers
+        take differences for an interval."""
+        m = self.meters.get(peer, _PaceMeter())
+        return m.bytes, m.seconds
+
+    def _send_chunks(self, sock, out, block, peer=None):
         """Send out's chunks from its next one on; False when the socket is
-        full (queued mode) before the last one."""
+        full (queued mode) or peer's bucket holds the next chunk back."""
         flags = 0 if block else zmq.NOBLOCK
+        bucket = self.buckets.get(peer)
         if not out.chunks:
             try:
                 sock.send_multipart([json.dumps(out.meta).encode()], flags=flags)
@@ -176,6 +232,9 @@ class Endpoint:
             return True
         while out.next < len(out.chunks):
             off, length = out.chunks[out.next]
+            now = time.monotonic()
+            if bucket is not None and bucket.delay(length, now) > 0:
+                return False
             if out.next == 0 and out.meta.pop("stamp", False):
                 out.meta["sent"] = time.time()
             head = json.dumps({**out.meta, "chunk": out.next, "offset": off}).encode()
@@ -183,16 +242,38 @@ class Endpoint:
                 sock.send_multipart([head, out.view[off:off + length]], copy=False, flags=flags)
             except zmq.Again:
                 return False
+            if bucket is not None:
+                bucket.take(length, now)
+                self._count_paced(peer, out, length, now)
             out.next += 1
         return True
 
+    def _count_paced(self, peer, out, nbytes, now):
+        m = self.meters[peer]
+        if m.last is not None and (out.next > 0 or out.queued_at <= m.last):
+            m.bytes += nbytes
+            m.seconds += now - m.last
+        queue = self.outgoing[peer]
+        backlog = out.next + 1 < len(out.chunks) or len(queue) > 1
+        m.last = now if backlog else None
+
     def pump(self, peer):
-        """Move queued chunks to peer's socket while it takes them."""
+        """Move queued chunks to peer's socket while it takes them and its
+        bucket (if paced) lets them go."""
         queue = self.outgoing.get(peer)
         while queue:
-            if not self._send_chunks(self.dealers[peer], queue[0], block=False):
+            if not self._send_chunks(self.dealers[peer], queue[0], block=False, peer=peer):
                 return
             queue.popleft()
+
+    def _release_wait(self, peer, now):
+        """Seconds until peer's paced queue may release its next chunk."""
+        bucket = self.buckets.get(peer)
+        queue = self.outgoing.get(peer)
+        if bucket is None or not queue or not queue[0].chunks:
+            return 0.0
+        out = queue[0]
+        return bucket.delay(out.chunks[out.next][1], now)
 
     def queue_length(self, peer):
         """Messages waiting for peer, the one being sent included."""
@@ -239,19 +320,34 @@ class Endpoint:
             if deadline is not None and time.monotonic() >= deadline:
                 raise RecvTimeout(f"nothing received in {timeout:.1f}s")
 
-    def _poll(self, timeout_ms):
-        """Wait for input; in queued mode also feed sockets that can take
-        more.  True when input is waiting."""
+    def _poll(self, timeout_ms, inbound=True):
+        """Wait for input (unless not `inbound`); also feed queued sockets
+        that can take more, waking up when a paced chunk is due rather than
+        watching a socket its bucket holds back.  True when input is waiting."""
         backlog = [p for p, q in self.outgoing.items() if q]
         if not backlog:
-            return bool(self.router.poll(timeout_ms))
+            return bool(self.router.poll(timeout_ms)) if inbound else False
         poller = zmq.Poller()
-        poller.register(self.router, zmq.POLLIN)
+        if inbound:
+            poller.register(self.router, zmq.POLLIN)
+        now = time.monotonic()
+        held = []
         for p in backlog:
-            poller.register(self.dealers[p], zmq.POLLOUT)
-        ready = dict(poller.poll(timeout_ms))
+            wait = self._release_wait(p, now)
+            if wait > 0:
+                held.append(p)
+                timeout_ms = min(timeout_ms, math.ceil(wait * 1000))
+            else:
+                poller.register(self.dealers[p], zmq.POLLOUT)
+        if poller.sockets:
+            ready = dict(poller.poll(timeout_ms))
+        else:
+            # Only held queues and no input to watch (a flush): zmq_poll
+            # of nothing returns at once, so wait for the next release here.
+            time.sleep(timeout_ms / 1000)
+            ready = {}
         for p in backlog:
-            if self.dealers[p] in ready:
+            if p in held or self.dealers[p] in ready:
                 self.pump(p)
         return self.router in ready
 
@@ -301,16 +397,15 @@ class Endpoint:
         return Message(sender, part.header, payload, part.first, now)
 
     def flush(self, timeout=10.0):
-        """Hand every queued message to its socket (queued mode), waiting
-        at most `timeout` seconds for peers to take them."""
+        """Hand every queued message to its socket (queued mode, paced
+        peers at their rate), waiting at most `timeout` seconds for peers
+        to take them."""
         deadline = time.monotonic() + timeout
-        while any(self.outgoing.values()) and time.monotonic() < deadline:
-            poller = zmq.Poller()
-            for p, q in self.outgoing.items():
-                if q:
-                    poller.register(self.dealers[p], zmq.POLLOUT)
-            for sock, _ in poller.poll(100):
-                self.pump(next(p for p, s in self.dealers.items() if s is sock))
+        while any(self.outgoing.values()):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            self._poll(math.ceil(min(0.1, left) * 1000), inbound=False)
 
     def close(self, drain=True):
         """Close.  With `drain` (a normal end), what is still queued is a

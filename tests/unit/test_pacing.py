@@ -1,0 +1,227 @@
+"""Pacing: the token bucket with hand-checked numbers, then an Endpoint
+that paces one peer over real ZeroMQ sockets on loopback."""
+
+import threading
+
+import numpy as np
+import pytest
+
+from agents.pacing import TokenBucket
+from agents.transport import Endpoint, RecvTimeout
+from tests.ports import free_port
+
+MB = 1_000_000
+
+
+def test_8_mbit_s_with_1_mb_chunks_releases_one_chunk_a_second():
+    b = TokenBucket(8e6, burst=MB, now=0.0)       # 8 Mbit/s = 1 MB/s
+    assert b.delay(MB, 0.0) == 0.0                # starts full: the first chunk goes at once
+    b.take(MB, 0.0)
+    assert b.delay(MB, 0.0) == pytest.approx(1.0)
+    assert b.delay(MB, 0.25) == pytest.approx(0.75)
+    b.take(MB, 1.0)
+    assert b.delay(MB, 1.0) == pytest.approx(1.0)
+    assert b.delay(MB, 2.0) == 0.0
+
+
+def test_a_rate_change_mid_stream_repays_the_rest_at_the_new_rate_at_once():
+    faster = TokenBucket(8e6, burst=MB, now=0.0)
+    faster.take(MB, 0.0)
+    # Half a second at 1 MB/s earned 0.5 MB; the other 0.5 MB at 2 MB/s takes 0.25 s.
+    faster.set_rate(16e6, 0.5)
+    assert faster.delay(MB, 0.5) == pytest.approx(0.25)
+    slower = TokenBucket(8e6, burst=MB, now=0.0)
+    slower.take(MB, 0.0)
+    slower.set_rate(4e6, 0.5)                     # 0.5 MB at 0.5 MB/s: 1 s
+    assert slower.delay(MB, 0.5) == pytest.approx(1.0)
+
+
+def test_idle_time_refills_at_most_one_burst_even_across_a_rate_change():
+    b = TokenBucket(8e6, burst=MB, now=0.0)
+    b.take(MB, 0.0)
+    # 100 s idle would be 100 MB of tokens; only one burst is kept.
+    assert b.delay(MB, 100.0) == 0.0
+    b.take(MB, 100.0)
+    assert b.delay(MB, 100.0) == pytest.approx(1.0)
+    # Idle again, then ten times the rate: still one chunk at once, then 0.1 s apart.
+    b.set_rate(80e6, 200.0)
+    b.take(MB, 200.0)
+    assert b.delay(MB, 200.0) == pytest.approx(0.1)
+
+
+def test_a_chunk_larger_than_the_burst_goes_from_a_full_bucket_and_its_debt_is_repaid():
+    b = TokenBucket(8e6, burst=MB / 2, now=0.0)
+    assert b.delay(MB, 0.0) == 0.0                # a full bucket lets it go ...
+    b.take(MB, 0.0)                               # ... leaving 0.5 MB of debt
+    assert b.delay(MB, 0.0) == pytest.approx(1.0)  # debt plus a burst, at 1 MB/s
+    assert b.delay(MB / 4, 0.0) == pytest.approx(0.75)
+
+
+def test_chunks_smaller_than_the_burst_go_together_until_it_is_spent():
+    b = TokenBucket(8e6, burst=MB, now=0.0)
+    for _ in range(4):
+        assert b.delay(MB / 4, 0.0) == 0.0
+        b.take(MB / 4, 0.0)
+    assert b.delay(MB / 4, 0.0) == pytest.approx(0.25)
+
+
+@pytest.mark.parametrize("rate,burst", [(0, MB), (-1, MB), (None, MB), (8e6, 0)])
+def test_a_bucket_without_a_positive_rate_and_burst_is_refused(rate, burst):
+    with pytest.raises(ValueError, match="positive"):
+        TokenBucket(rate, burst, now=0.0)
+
+
+# ------------------------------------------------------------ the Endpoint
+
+CHUNK = 256 * 1024
+RATE = 16e6                      # 4 MB at 16 Mbit/s: 2 s
+TENSOR = np.zeros(1_000_000, np.float32)   # 4 MB
+
+
+@pytest.fixture(params=[False, True], ids=["plain", "queued"])
+def trio(request):
+    """a talks to b (to be paced) and c (not)."""
+    pa, pb, pc = free_port(), free_port(), free_port()
+    a = Endpoint("a", "127.0.0.1", pa, {"b": ("127.0.0.1", pb), "c": ("127.0.0.1", pc)},
+                 chunk_bytes=CHUNK, queued=request.param)
+    b = Endpoint("b", "127.0.0.1", pb, {"a": ("127.0.0.1", pa)}, chunk_bytes=CHUNK)
+    c = Endpoint("c", "127.0.0.1", pc, {"a": ("127.0.0.1", pa)}, chunk_bytes=CHUNK)
+    connected(a, b, c)
+    yield a, b, c
+    for ep in (a, b, c):
+        ep.close(drain=False)
+
+
+def connected(a, *others):
+    """Return once a's connections to the others are up: a connection still
+    being made would hold the first chunk back and skew its arrival time."""
+    for ep in others:
+        a.send(ep.name, {"type": "hello"})
+        assert ep.recv(timeout=10).header["type"] == "hello"
+
+
+def receive_in_background(ep, timeout=30):
+    """Start receiving one message on ep in a thread (so its arrival times
+    are taken as the chunks come); (thread, list the message lands in)."""
+    got = []
+    thread = threading.Thread(target=lambda: got.append(ep.recv(timeout=timeout)))
+    thread.start()
+    return thread, got
+
+
+def arrival_rate(m):
+    """Payload bit/s from the first chunk's arrival to the last one's; the
+    first chunk's bytes arrived at the start, so they do not count."""
+    return (m.payload.nbytes - CHUNK) * 8 / (m.last - m.first)
+
+
+def test_a_paced_peer_receives_at_the_set_rate_and_an_unpaced_one_is_unaffected(trio):
+    a, b, c = trio
+    a.set_rate("b", RATE)
+    assert (a.rate("b"), a.rate("c")) == (RATE, None)
+    to_b, at_b = receive_in_background(b)
+    to_c, at_c = receive_in_background(c)
+    a.send("b", {"type": "t"}, TENSOR)
+    a.send("c", {"type": "t"}, TENSOR)
+    a.flush(timeout=30)                          # honours the pacing: waits for b's data
+    to_b.join(timeout=30)
+    to_c.join(timeout=30)
+    (mb,), (mc,) = at_b, at_c
+    assert np.array_equal(mb.payload, TENSOR) and np.array_equal(mc.payload, TENSOR)
+    assert arrival_rate(mb) / RATE == pytest.approx(1.0, abs=0.10)
+    sent, seconds = a.paced("b")
+    assert sent == TENSOR.nbytes - CHUNK and sent * 8 / seconds / RATE == pytest.approx(1.0, abs=0.10)
+    # c's copy went as fast as loopback takes it, not at b's rate.
+    assert arrival_rate(mc) > 4 * RATE and a.paced("c") == (0, 0.0)
+
+
+def test_a_paced_sender_keeps_receiving_while_its_data_waits_and_recv_paces_it(trio):
+    a, b, _ = trio
+    a.set_rate("b", RATE)
+    to_b, at_b = receive_in_background(b)        # b's data socket, read in its own thread
+    a.send("b", {"type": "t"}, TENSOR)
+    assert a.queue_length("b") == 1              # send returned with the data still queued
+    b.send("a", {"type": "ping"})                # from b's other socket, the one towards a
+    assert a.recv(timeout=5).header["type"] == "ping"
+    assert a.queue_length("b") == 1              # 2 s of data cannot have left yet
+    while to_b.is_alive():                       # the agent's loop: receiving releases chunks
+        try:
+            a.recv(timeout=0.5)
+        except RecvTimeout:
+            pass
+    (mb,) = at_b
+    assert np.array_equal(mb.payload, TENSOR)
+    assert arrival_rate(mb) / RATE == pytest.approx(1.0, abs=0.10)
+
+
+def test_a_rate_change_mid_message_takes_hold_at_once(trio):
+    a, b, _ = trio
+    a.set_rate("b", RATE)
+    to_b, at_b = receive_in_background(b)
+    a.send("b", {"type": "t"}, TENSOR)
+    a.flush(timeout=1.0)                         # about half of it at 16 Mbit/s
+    before = a.paced("b")
+    a.set_rate("b", 2 * RATE)
+    assert a.rate("b") == 2 * RATE
+    a.flush(timeout=30)
+    to_b.join(timeout=30)
+    after = a.paced("b")
+    assert at_b and before[0] > 0 and after[0] > before[0]
+    achieved = [before[0] * 8 / before[1], (after[0] - before[0]) * 8 / (after[1] - before[1])]
+    assert achieved[0] / RATE == pytest.approx(1.0, abs=0.10), achieved
+    assert achieved[1] / (2 * RATE) == pytest.approx(1.0, abs=0.10), achieved
+
+
+def two_endpoints():
+    pa, pb = free_port(), free_port()
+    return (Endpoint("a", "127.0.0.1", pa, {"b": ("127.0.0.1", pb)}, chunk_bytes=CHUNK),
+            Endpoint("b", "127.0.0.1", pb, {"a": ("127.0.0.1", pa)}, chunk_bytes=CHUNK))
+
+
+def test_setting_the_rate_to_none_releases_what_waits_and_later_sends_go_unpaced():
+    a, b = two_endpoints()
+    try:
+        connected(a, b)
+        a.set_rate("b", RATE)
+        a.send("b", {"type": "t", "i": 0}, TENSOR)
+        assert a.queue_length("b") == 1
+        a.set_rate("b", None)
+        # Nobody polled a: the lift itself handed the rest to the socket.
+        assert a.rate("b") is None and a.queue_length("b") == 0
+        a.send("b", {"type": "t", "i": 1}, TENSOR)
+        assert a.queue_length("b") == 0
+        got = [b.recv(timeout=10) for _ in range(2)]
+        assert [m.header["i"] for m in got] == [0, 1]
+        assert all(np.array_equal(m.payload, TENSOR) for m in got)
+        assert arrival_rate(got[1]) > 4 * RATE
+    finally:
+        a.close(drain=False)
+        b.close(drain=False)
+
+
+def test_a_closing_endpoint_sends_its_paced_data_at_the_rate_before_it_goes():
+    a, b = two_endpoints()
+    try:
+        connected(a, b)
+        a.set_rate("b", RATE)
+        to_b, at_b = receive_in_background(b)
+        a.send("b", {"type": "last"}, TENSOR)
+        a.close()                                # drain: waits for the paced data
+        to_b.join(timeout=30)
+        (m,) = at_b
+        assert np.array_equal(m.payload, TENSOR)
+        assert arrival_rate(m) / RATE == pytest.approx(1.0, abs=0.10)
+    finally:
+        b.close(drain=False)
+
+
+def test_pacing_an_unknown_peer_or_a_negative_rate_is_refused():
+    ep = Endpoint("a", "127.0.0.1", free_port(), {"b": ("127.0.0.1", free_port())})
+    try:
+        with pytest.raises(KeyError, match="no peer 'x'"):
+            ep.set_rate("x", RATE)
+        with pytest.raises(ValueError, match="negative"):
+            ep.set_rate("b", -1)
+        assert ep.rate("b") is None
+    finally:
+        ep.close(drain=False)
