@@ -7,7 +7,9 @@ its own, so nothing of a run is in the host's namespace: bridged frames
 never meet the host's firewall rules (bridge-nf-call-* is per namespace)
 and the host's settings are never changed.  Each WAN direction is shaped
 at its sender's egress (HTB for the rate, the delay backend's leaf for
-delay/loss and the queue).  Routers get
+delay/loss and the queue).  A LAN link is shaped at both ends, the node's
+egress and the bridge port toward it, so lan.bw bounds what each node
+sends and what it receives.  Routers get
 static routes along least-delay paths, so partial meshes work.
 
 `change_link` is the one way any later feature (traces, console,
@@ -290,12 +292,14 @@ def _configure(emulated):
                 run_in(host, ["ethtool", "-K", intf.name] + OFFLOADS, check=False)
     lan_leaf = Direction(rate=spec.lan.rate, delay=spec.lan.delay,
                          queue=max(64 * shaping.FRAME_BYTES, int(spec.lan.rate / 8 * 0.002)))
+    switch_of = dict(plan.switches)
     for h in plan.hosts:
         node = net[h.node]
         run_in(node, ["ip", "addr", "add", f"{h.ip}/24", "dev", h.intf])
         run_in(node, ["ip", "link", "set", h.intf, "up"])
         for cmd in shaping.htb_setup(h.intf, spec.lan.rate) + [_lan_leaf(backend, h.intf, lan_leaf)]:
             run_in(node, cmd)
+        _shape_switch_port(net[switch_of[h.dc]], h.switch_port, lan_leaf)
         if h.role == "router":
             run_in(node, ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"])
         else:
@@ -364,6 +368,18 @@ def _configure_management(net, plan):
                 run_in(node, ["ip", "route", "add", f"{subnets[other.dc]}.0/24", "via", other.ip,
                               "dev", p.intf, "table", MANAGEMENT_TABLE])
         run_in(node, ["ip", "rule", "add", "from", p.ip, "lookup", MANAGEMENT_TABLE])
+
+
+def _shape_switch_port(switch, port, lan_leaf):
+    """The bridge port toward a node sends what the node's NIC receives:
+    shaped at lan.bw with the same queue as the node's own egress, so a
+    node takes in no more than lan.bw however many senders it has (the big-
+    switch model).  The LAN delay stays at the sender's egress only, so
+    each direction has it once.  Routers' ports too: a router's LAN NIC
+    already caps what enters the DC from the WAN at lan.bw, and this caps
+    what leaves it the same way, as for any other node."""
+    for cmd in shaping.htb_setup(port, lan_leaf.rate) + [shaping.fifo_leaf(port, lan_leaf.queue)]:
+        run_in(switch, cmd)
 
 
 def _lan_leaf(backend, dev, direction):
