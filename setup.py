@@ -18,6 +18,7 @@ setup(
         "scikit-learn>=1.2",
         "matplotlib>=3.6",
         "networkx>=3.0",
+        "scipy>=1.10",
     ],
     extras_require={
         # Sweeps across machines (`--cluster`); checked with Ray 2.60.

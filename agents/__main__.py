@@ -8,7 +8,7 @@ from agents.config import AgentConfig
 from agents.events import EventLog
 from agents.transport import PeerDead
 
-ROLES = ("server", "worker", "probe", "coordinator")
+ROLES = ("server", "worker", "probe", "coordinator", "machine", "scheduler")
 
 
 def main(argv=None):
@@ -36,6 +36,10 @@ def main(argv=None):
         from agents.roles.probe import run
     elif args.role == "coordinator":
         from agents.roles.coordinator import run
+    elif args.role == "machine":
+        from agents.roles.machine import run
+    elif args.role == "scheduler":
+        from agents.roles.scheduler import run
     else:
         from agents.roles.worker import run
     try:

@@ -27,6 +27,7 @@ class Workload:
     lr: float = 0.1
     momentum: float = 0.9
     compute_time: float = 0.1      # synthetic: seconds per iteration at speed 1.0
+    step_time: float = 0.0         # train: a step lasts at least this at speed 1.0 (a slower device)
     eval_every: int = 10
     seed: int = 0
 
@@ -48,6 +49,7 @@ class AgentConfig:
     port: int
     events: str                    # path of the JSON-lines event file
     sync: str = "ssgd"
+    sync_options: dict = field(default_factory=dict)   # the scheme's parameters, if not defaults
     overlay: str = "ps"
     servers: list = field(default_factory=list)    # [Peer]
     workers: list = field(default_factory=list)    # [Peer]

@@ -7,6 +7,7 @@ nothing already logged.
 """
 
 import json
+import threading
 import time
 
 
@@ -14,11 +15,15 @@ class EventLog:
     def __init__(self, path, agent):
         self.agent = agent
         self.f = open(path, "a", buffering=1)
+        # A scheme may log from a communication thread too: one line at a time.
+        self.lock = threading.Lock()
 
     def __call__(self, kind, **fields):
         record = {"t": time.monotonic(), "wall": time.time(), "agent": self.agent, "ev": kind}
         record.update(fields)
-        self.f.write(json.dumps(record) + "\n")
+        line = json.dumps(record) + "\n"
+        with self.lock:
+            self.f.write(line)
 
     def close(self):
         self.f.close()

@@ -65,7 +65,9 @@ def preload():
     import agents.__main__  # noqa: F401
     import agents.models  # noqa: F401
     import agents.roles.coordinator  # noqa: F401
+    import agents.roles.machine  # noqa: F401
     import agents.roles.probe  # noqa: F401
+    import agents.roles.scheduler  # noqa: F401
     import agents.roles.server  # noqa: F401
     import agents.roles.worker  # noqa: F401
     import agents.workload  # noqa: F401

@@ -80,6 +80,7 @@ class Trainer:
         self.torch = torch
         self.model, data = _torch_model(workload)
         x_train, y_train, self.x_test, self.y_test = data
+        self.y_all = y_train
         idx = models.shard(y_train, workers, rank, workload.partition, workload.seed)
         self.x = torch.from_numpy(x_train[idx])
         self.y = torch.from_numpy(y_train[idx])
@@ -98,9 +99,11 @@ class Trainer:
         loss.backward()
         grads = {k: p.grad.detach().numpy().ravel().copy() for k, p in self.model.named_parameters()}
         spent = time.monotonic() - t0
-        if self.speed < 1.0:
-            # A slower machine: stretch the measured compute time.
-            time.sleep(spent * (1.0 / self.speed - 1.0))
+        # A slower device: the step as long as step_time (if it was
+        # shorter), stretched by the speed.
+        device = max(spent, self.w.step_time) / self.speed
+        if device > spent:
+            time.sleep(device - spent)
         return grads, loss.item(), time.monotonic() - t0
 
     def set_parameters(self, values):

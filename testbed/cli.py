@@ -82,6 +82,11 @@ def validate(file):
         out.print(f"experiment: sync {exp.sync}, overlay {exp.overlay}, servers in {exp.server_dc}, "
                   f"{exp.workload} {exp.model}" + (f" on {exp.dataset}" if exp.dataset else "")
                   + (", probes on" if exp.probe else ""))
+    search = spec.search
+    if search:
+        out.print(f"search: {search.tasks} tasks x {search.configs} configurations, eta {search.eta}, "
+                  f"{search.workers} workers per job on {len(search.machines)} hosts of {search.dc}, "
+                  f"coflows scheduled by {search.policy}")
     if spec.dynamics:
         out.print(f"dynamics: {len(spec.dynamics)} scheduled changes")
     out.print(f"{file}: valid")
@@ -214,7 +219,33 @@ def status_line(summary):
     return ", ".join(parts)
 
 
+def search_table(summary, title):
+    table = Table(title=title, title_justify="left", show_header=False)
+    table.add_column("what")
+    table.add_column("value")
+    s = summary["search"]
+    bound = s["lower_bound"]
+    pacing = (f"{s['pacing_flows']} flows at one rate: measured / given median "
+              f"{_fmt(s['pacing_median'], 'frac')}, farthest {_fmt(s['pacing_worst'], 'frac')}"
+              if s["pacing_flows"] else "no paced flow kept one rate")
+    for label, value in (
+            ("status", status_line(summary)),
+            ("why", summary.get("reason") or ""),
+            ("search", f"policy {s['policy']}, {s['stages']} stages, {s['coflows']} coflows"),
+            ("wall time", _fmt(summary["wall_time"], "s")),
+            ("average SCT", f"{_fmt(s['avg_sct'], 's')}, "
+                            f"{_fmt(s.get('avg_sct_over_bound'), 'frac')} x the lower bound "
+                            f"{_fmt(bound.get('avg_sct'), 's')}"),
+            ("average CCT", f"{_fmt(s['avg_cct'], 's')} (lower bound {_fmt(bound.get('avg_cct'), 's')})"),
+            ("makespan", ", ".join(f"{t} {_fmt(v, 's')}" for t, v in sorted(s["makespan"].items()))),
+            ("pacing", pacing)):
+        table.add_row(label, value)
+    return table
+
+
 def summary_table(summary, title):
+    if "search" in summary:
+        return search_table(summary, title)
     table = Table(title=title, title_justify="left", show_header=False)
     table.add_column("what")
     table.add_column("value")
@@ -233,6 +264,9 @@ def summary_table(summary, title):
             ("sync time", f"{_fmt(summary['sync_time'], 'ms')} per iteration, "
                           f"{_fmt(summary['sync_over_bound'], 'frac')} x the WAN's lower bound "
                           f"{_fmt(summary['sync_bound'], 'ms')}"),
+            ("sync bounds", f"{_fmt(summary.get('sync_over_t_lb'), 'frac')} x the partial-sum lower "
+                            f"bound t_lb {_fmt(summary.get('sync_t_lb'), 'ms')}; the best tree "
+                            f"packing t_opt takes {_fmt(summary.get('sync_t_opt'), 'ms')}"),
             ("final accuracy", _fmt(summary["final_accuracy"], "frac")),
             ("final test loss", _fmt(summary["final_loss"], "frac")),
             ("time to target", f"{_fmt(summary['time_to_target'], 's')} (target "
@@ -266,9 +300,9 @@ def run(file, delay_backend, runs_root, with_console):
     from testbed import runner
 
     spec = load_spec(file)
-    if spec.experiment is None:
+    if spec.experiment is None and spec.search is None:
         fail(f"{file}: experiment: missing: add an experiment section to run (see "
-             "topologies/quickstart.yaml)")
+             "topologies/quickstart.yaml) or a search section (see topologies/hpsearch.yaml)")
     tear_down_on_signals()
     live = out.status("starting") if out.is_terminal and not with_console else None
 
@@ -298,7 +332,8 @@ def run(file, delay_backend, runs_root, with_console):
         restore()
     summary = outcome.folder.read_json("summary.json", {})
     out.print(summary_table(summary, f"run {os.path.basename(outcome.folder.path)}"))
-    out.print("plots: " + ", ".join(outcome.folder.file(p) for p in reportmod.PLOTS
+    out.print("plots: " + ", ".join(outcome.folder.file(p)
+                                    for p in reportmod.PLOTS + reportmod.search_report.PLOTS
                                     if os.path.exists(outcome.folder.file(p))))
     if outcome.status != "completed":
         fail(f"the run failed: {outcome.reason}", EXIT_CANNOT)
@@ -395,7 +430,13 @@ def compare_table(rows, columns):
 
 
 def _progress_bar():
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                     TimeElapsedColumn(), console=out)
 
@@ -424,7 +465,11 @@ def _executor(address, delay_backend):
     """How a sweep's settings run: here one after another (None), or as
     tasks on a Ray cluster, which the sweep joins and leaves."""
     if address is None:
-        yield None
+        try:
+            yield None
+        except KeyboardInterrupt:
+            fail("interrupted: the running setting was torn down; the same command resumes "
+                 "where it stopped", EXIT_CANNOT)
         return
     from testbed import cluster
     try:
@@ -515,6 +560,92 @@ def reproduce(recipe_id, quick, list_recipes, out_dir, delay_backend, runs_root,
             fail(str(e), EXIT_CANNOT)
     out.print(_sweep_table(rows, f"{recipe_id}{' (quick)' if quick else ''}"))
     out.print("written: " + ", ".join(files))
+
+
+@main.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--model-bytes", "model_bytes", metavar="N", help="bytes each DC contributes per sync")
+@click.option("--json", "as_json", is_flag=True, help="print {t_cut, t_lb, t_opt} as JSON")
+def bound(file, model_bytes, as_json):
+    """One synchronization's cut bound, partial-sum lower bound and best tree packing."""
+    import json
+    import math
+
+    from testbed import bounds
+
+    if model_bytes is None:
+        fail("testbed bound needs --model-bytes N, the bytes each DC contributes per sync")
+    try:
+        size = float(model_bytes)
+    except ValueError:
+        size = math.nan
+    if not (math.isfinite(size) and size > 0):
+        fail(f"--model-bytes needs a positive number of bytes, not {model_bytes!r}")
+    wan = bounds.wan_of(load_spec(file))
+    if not wan.reachable():
+        fail(f"{file}: the WAN does not join every data center with workers")
+    times = {"t_cut": bounds.t_cut(wan, size), "t_lb": bounds.t_lb(wan, size),
+             "t_opt": bounds.t_opt(wan, size)}
+    if as_json:
+        click.echo(json.dumps(times))
+        return
+    table = Table(title=f"one synchronization of {size:g} bytes", title_justify="left")
+    for col in ("bound", "seconds", "what it is"):
+        table.add_column(col)
+    table.add_row("t_cut", f"{times['t_cut']:.4f}", "pairwise cut: one DC's sum must reach another")
+    table.add_row("t_lb", f"{times['t_lb']:.4f}", "partial-sum lower bound (transit DCs only forward)")
+    table.add_row("t_opt", f"{times['t_opt']:.4f}", "best multi-root tree packing, achievable")
+    out.print(table)
+
+
+def _policy_params(pairs):
+    params = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            fail(f"--param takes KEY=VALUE, not {pair!r}")
+        try:
+            params[key] = float(value)
+        except ValueError:
+            params[key] = value
+    return params
+
+
+@main.command("coflow-sim")
+@click.argument("trace_file", type=click.Path(dir_okay=False))
+@click.option("--policy", required=True, help="fair, fifo-lm, sincronia, beamer or varys")
+@click.option("--param", "params", multiple=True, metavar="KEY=VALUE",
+              help="a policy parameter, e.g. percentile=80 or reorder=events")
+@click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
+def coflow_sim(trace_file, policy, params, as_json):
+    """Simulate a coflow trace on a big switch under a scheduling policy."""
+    import json
+
+    from testbed.coflow.report import simulate_trace
+    from testbed.coflow.trace import read_trace
+    from testbed.textfile import TextFileError
+
+    try:
+        trace = read_trace(trace_file)
+    except TextFileError as e:
+        fail(str(e))
+    except ValueError as e:
+        fail(f"{trace_file}: {e}")
+    try:
+        result = simulate_trace(trace, policy, **_policy_params(params))
+    except TypeError:
+        fail(f"policy {policy} does not take the parameters {', '.join(params)}")
+    except ValueError as e:
+        fail(str(e))
+    if as_json:
+        click.echo(json.dumps(result, indent=1))
+        return
+    out.print(f"order: {' '.join(str(c) for c in result['order'])}")
+    for key, name in (("cct", "CCT"), ("sct", "SCT")):
+        if key in result:
+            out.print(f"{name}: " + ", ".join(f"{k} {v:g}" for k, v in result[key].items()))
+            out.print(f"average {name}: {result['avg_' + key]:g}  (lower bound "
+                      f"{result['lower_bound']['avg_' + key]:g})")
 
 
 @main.command()

@@ -14,8 +14,8 @@ from agents.sync import SCHEMES
 from testbed.units import UnitError, parse_fraction, parse_size, parse_time, shown
 
 KEYS = {"sync", "overlay", "server_dc", "workload", "model", "dataset", "data_dir", "partition",
-        "batch_size", "lr", "momentum", "compute_time", "eval_every", "seed", "stop", "chunk",
-        "overlay_options", "coordination",
+        "batch_size", "lr", "momentum", "compute_time", "step_time", "eval_every", "seed", "stop", "chunk",
+        "overlay_options", "sync_options", "coordination",
         "dead_after", "probe"}
 STOP_KEYS = {"iterations", "time", "accuracy"}
 PROBE_KEYS = {"period", "budget", "train"}
@@ -33,6 +33,7 @@ class Experiment:
     sync: str = "ssgd"
     overlay: str = "ps"
     overlay_options: dict = None  # the overlay's parameters ({} for its defaults)
+    sync_options: dict = None     # the sync scheme's parameters ({} for its defaults)
     coordination: str = "wan"     # the coordinator's messages: over the WAN, or "management"
     server_dc: str = ""
     workload: str = "train"
@@ -44,6 +45,7 @@ class Experiment:
     lr: float = 0.1
     momentum: float = 0.9
     compute_time: float = 0.1
+    step_time: float = 0.0        # train: a step takes at least this long at speed 1.0 (0: as measured)
     eval_every: int = 10
     seed: int = 0
     max_iterations: int = 200
@@ -55,8 +57,9 @@ class Experiment:
 
 
 def options_of(module, raw, path, error):
-    """An overlay's parameters: known names only, each a number of the kind
-    of its default (a whole number where the default is one)."""
+    """An overlay's or a sync scheme's parameters: known names only, each a
+    number of the kind of its default (a whole number where the default is
+    one) in its range, or, where the default is a word, one of its words."""
     if not isinstance(raw, dict):
         raise error(path, f"must be a mapping of {module.NAME}'s parameters")
     out = {}
@@ -64,6 +67,12 @@ def options_of(module, raw, path, error):
         if key not in module.OPTIONS:
             known = ", ".join(sorted(module.OPTIONS)) or "none"
             raise error(f"{path}.{key}", f"{module.NAME} has no parameter {key!r} (it has: {known})")
+        if isinstance(module.OPTIONS[key], str):
+            words = module.RANGES[key]
+            if value not in words:
+                raise error(f"{path}.{key}", f"{shown(value)} must be one of {', '.join(words)}")
+            out[key] = value
+            continue
         whole = isinstance(module.OPTIONS[key], int)
         low, high = module.RANGES[key]
         if isinstance(value, bool) or not isinstance(value, int if whole else (int, float)) \
@@ -118,6 +127,7 @@ def parse(raw, datacenters, error, check_keys):
         raise error(p("overlay"), f"{sync} runs over {', '.join(SCHEMES[sync].OVERLAYS)}, not {overlay}")
     overlay_options = options_of(OVERLAYS[overlay], raw.get("overlay_options", {}),
                                  p("overlay_options"), error)
+    sync_options = options_of(SCHEMES[sync], raw.get("sync_options", {}), p("sync_options"), error)
     refuse = getattr(OVERLAYS[overlay], "refuse", None)
     why = refuse({d.name: d.servers for d in datacenters}) if refuse else None
     if why:
@@ -166,6 +176,13 @@ def parse(raw, datacenters, error, check_keys):
     if accuracy and workload == "synthetic":
         raise error(p("stop.accuracy"), "a synthetic workload has no accuracy to reach")
 
+    step_time = 0.0
+    if "step_time" in raw:
+        if workload != "train":
+            raise error(p("step_time"), "is for real training; a synthetic workload's step "
+                                        "takes compute_time")
+        step_time = duration(p("step_time"), raw["step_time"])
+
     try:
         chunk = parse_size(raw.get("chunk", "1mib"))
     except UnitError as e:
@@ -193,13 +210,15 @@ def parse(raw, datacenters, error, check_keys):
                               train_time=duration(p("probe.train"), settings.get("train", "100ms")))
 
     return Experiment(
-        sync=sync, overlay=overlay, overlay_options=overlay_options, coordination=coordination,
+        sync=sync, sync_options=sync_options, overlay=overlay, overlay_options=overlay_options,
+        coordination=coordination,
         server_dc=server_dc,
         workload=workload, model=model,
         dataset=dataset, data_dir=data_dir, partition=partition,
         batch_size=number("batch_size", 32, 1, 100_000, int),
         lr=number("lr", 0.1, 0.0, 100.0), momentum=number("momentum", 0.9, 0.0, 0.999),
         compute_time=duration(p("compute_time"), raw.get("compute_time", "100ms")),
+        step_time=step_time,
         eval_every=number("eval_every", 10, 1, 10**6, int), seed=number("seed", 0, 0, 2**31, int),
         max_iterations=iterations, max_time=max_time, target_accuracy=float(accuracy),
         chunk_bytes=chunk, dead_after=duration(p("dead_after"), raw.get("dead_after", "5s")),

@@ -7,7 +7,7 @@ import os
 import statistics
 
 from agents.events import read_events
-from testbed import overlay_plot
+from testbed import bounds, overlay_plot, search_report
 from testbed.bound import sync_lower_bound
 from testbed.runfolder import RunFolder
 
@@ -150,6 +150,24 @@ def probe_quality(events, spec, changes):
     return out
 
 
+def wan_bounds(folder, spec, model_bytes):
+    """(t_lb, t_opt) of one synchronization of `model_bytes` on the WAN as
+    configured at the start (testbed/bounds), kept in bounds.json: the
+    packing takes seconds on a large WAN and a report is drawn many times.
+    (None, None) when fewer than two DCs hold workers or they cannot reach
+    each other."""
+    cached = folder.read_json("bounds.json", {})
+    if cached.get("model_bytes") == model_bytes:
+        return cached["t_lb"], cached["t_opt"]
+    wan = bounds.wan_of(spec)
+    if len(wan.terminals) < 2 or not wan.reachable():
+        t_lb = t_opt = None
+    else:
+        t_lb, t_opt = bounds.t_lb(wan, model_bytes), bounds.t_opt(wan, model_bytes)
+    folder.write_json("bounds.json", {"model_bytes": model_bytes, "t_lb": t_lb, "t_opt": t_opt})
+    return t_lb, t_opt
+
+
 def sync_time(iters):
     """The median time of one synchronization: per iteration the slowest
     worker's push-to-pull time (under BSP they all wait for it), the first
@@ -162,9 +180,11 @@ def sync_time(iters):
 
 
 def summarize(folder):
+    spec = folder.read_json("spec.json", {})
+    if spec.get("search"):
+        return search_report.summarize(folder, spec)
     events, samples, changes = load(folder)
     status = folder.read_json("status.json", {})
-    spec = folder.read_json("spec.json", {})
     exp = spec.get("experiment") or {}
     t0 = run_start(events)
     iters = [e for evs in events.values() for e in evs if e["ev"] == "iter"]
@@ -182,7 +202,10 @@ def summarize(folder):
         return statistics.fmean(e[key] for e in iters) if iters else None
 
     breakdown = {k: mean(k) for k in ("compute", "comm", "wait")}
-    iteration_time = (breakdown["compute"] + mean("sync")) if iters else None
+    # A scheme that computes while it synchronizes (NBSync) says how much:
+    # that compute is inside the sync time, not after it.
+    busy = statistics.fmean(e.get("busy") or 0.0 for e in iters) if iters else 0.0
+    iteration_time = (breakdown["compute"] + mean("sync") - busy) if iters else None
     wan = {}
     offset = clock_offset(events)
     rate_history = configured_rates(spec, changes)
@@ -205,6 +228,8 @@ def summarize(folder):
     model_bytes = next((e["params"] * 4 for evs in events.values() for e in evs
                         if e["ev"] == "start" and "params" in e), None)
     bound, cut = sync_lower_bound(spec, model_bytes) if model_bytes and spec.get("wan") else (None, ())
+    t_lb, t_opt = wan_bounds(folder, spec, model_bytes) if model_bytes and spec.get("wan") \
+        else (None, None)
     target = exp.get("target_accuracy") or 0
     reached = next((e for e in evals if target and e["accuracy"] >= target), None)
     summary = {
@@ -225,6 +250,9 @@ def summarize(folder):
         "sync_bound": bound or None,
         "sync_bound_pair": list(cut),
         "sync_over_bound": (sync / bound) if sync and bound else None,
+        "sync_t_lb": t_lb,
+        "sync_t_opt": t_opt,
+        "sync_over_t_lb": (sync / t_lb) if sync and t_lb else None,
         "final_accuracy": evals[-1]["accuracy"] if evals else None,
         "final_loss": evals[-1]["loss"] if evals else None,
         "target_accuracy": target or None,
@@ -319,11 +347,14 @@ def _save(fig, path):
 def report(path):
     folder = RunFolder(path)
     summary = summarize(folder)
+    if "search" in summary:
+        return summary, search_report.plot(folder, summary)
     return summary, plot(folder)
 
 
-COMPARE_COLUMNS = ("run", "status", "stopped_by", "sync", "overlay", "iterations", "wall_time", "iteration_time",
-                   "sync_time", "sync_over_bound", "final_accuracy", "target_accuracy", "time_to_target")
+COMPARE_COLUMNS = ("run", "status", "stopped_by", "sync", "overlay", "iterations", "wall_time",
+                   "iteration_time", "sync_time", "sync_over_bound", "final_accuracy",
+                   "target_accuracy", "time_to_target")
 
 
 def compare(paths, out_dir):

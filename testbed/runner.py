@@ -22,7 +22,7 @@ from agents.config import AgentConfig, Peer, Transport, Workload
 from agents.events import EventLog, EventTail, read_events
 from agents.launcher import Launcher
 from agents.overlay.layout import Layout
-from testbed import control, dynamics, report, runend
+from testbed import control, dynamics, report, runend, search_run
 from testbed.emulation import network
 from testbed.emulation.plan import shortest_next_hops
 from testbed.linksampler import LinkSampler
@@ -31,6 +31,8 @@ from testbed.shield import signals_deferred
 
 log = logging.getLogger(__name__)
 AGENT_PORT = 7000
+# The agents whose end ends the run: an experiment's workers, a search's machines.
+ENDS_RUN = ("worker", "machine")
 PROBE_PORT = 7100          # UDP trains and echoes; PUB on the next port
 PROBE_LEAD = 2.0           # seconds from writing the probes' settings to their first period
 COORDINATOR_PORT = 7200
@@ -69,6 +71,7 @@ def agent_configs(spec, net, folder):
     workload = Workload(kind=exp.workload, model=exp.model, dataset=exp.dataset,
                         data_dir=exp.data_dir, partition=exp.partition, batch_size=exp.batch_size,
                         lr=exp.lr, momentum=exp.momentum, compute_time=exp.compute_time,
+                        step_time=exp.step_time,
                         eval_every=exp.eval_every, seed=exp.seed)
     transport = Transport(chunk_bytes=exp.chunk_bytes, dead_after=exp.dead_after)
     probes = probe_peers(spec, net)
@@ -87,7 +90,8 @@ def agent_configs(spec, net, folder):
         for rank, p in enumerate(peers):
             configs.append(AgentConfig(
                 name=p.name, role=role, dc=p.dc, host=p.host, port=p.port,
-                events=folder.agent_file(p.name, "jsonl"), sync=exp.sync, overlay=exp.overlay,
+                events=folder.agent_file(p.name, "jsonl"), sync=exp.sync,
+                sync_options=dict(exp.sync_options or {}), overlay=exp.overlay,
                 servers=servers, workers=workers, rank=rank, speed=speeds.get(p.name, 1.0),
                 max_iterations=exp.max_iterations, target_accuracy=exp.target_accuracy,
                 workload=workload, transport=transport,
@@ -96,7 +100,8 @@ def agent_configs(spec, net, folder):
     configs.append(AgentConfig(
         name=coordinator.name, role="coordinator", dc=coordinator.dc, host=coordinator.host,
         port=coordinator.port, events=folder.agent_file(coordinator.name, "jsonl"),
-        sync=exp.sync, overlay=exp.overlay, servers=servers, workers=workers, layout=layout,
+        sync=exp.sync, sync_options=dict(exp.sync_options or {}), overlay=exp.overlay,
+        servers=servers, workers=workers, layout=layout,
         transport=transport, probes=probes, coordinator=coordinator,
         coordination={"probe_pub_port": PROBE_PORT + 1}))
     if exp.probe:
@@ -186,7 +191,7 @@ def launch(net, configs, folder, launcher=None):
         cfg.save(path)
         log_path = folder.agent_file(cfg.name, "log")
         # A probe or the coordinator runs on its DC's router; every other agent on its own host.
-        host = f"{cfg.dc}-r" if cfg.role in ("probe", "coordinator") else cfg.name
+        host = f"{cfg.dc}-r" if cfg.role in ("probe", "coordinator", "scheduler") else cfg.name
         if launcher is not None:
             requests.append({"name": cfg.name, "role": cfg.role, "config": path, "log": log_path,
                              "netns_pid": net.node(host).pid})
@@ -248,6 +253,7 @@ class Progress:
         self.accuracy = None
         self.sync = None
         self.moved = 0.0               # WAN bytes since the last iteration ended
+        self.coflows = self.stages = 0  # a search's, from its scheduler
         self._shown_at = None
 
     def take(self, events):
@@ -261,12 +267,18 @@ class Progress:
                     self.loss = e["loss"]
             elif e["ev"] == "eval":
                 self.accuracy = e["accuracy"]
+            elif e["ev"] == "coflow_done":
+                self.coflows += 1
+            elif e["ev"] == "stage_done":
+                self.stages += 1
 
     def line(self, elapsed, throughput):
         if self._shown_at is not None:
             self.moved += sum(throughput.values()) / 8 * max(0.0, elapsed - self._shown_at)
         self._shown_at = elapsed
-        parts = [f"{elapsed:6.1f}s", f"iter {self.iteration}, {self.moved / 1e6:.1f} MB moved"]
+        parts = [f"{elapsed:6.1f}s", f"iter {self.iteration}, {self.moved / 1e6:.1f} MB moved"
+                 if not (self.coflows or self.stages)
+                 else f"{self.stages} stages, {self.coflows} coflows done"]
         if self.loss is not None:
             parts.append(f"loss {self.loss:.3f}")
         if self.accuracy is not None:
@@ -279,12 +291,14 @@ class Progress:
         return " | ".join(parts)
 
 
-def watch(agents, exp, folder, sampler, show):
-    """Until the workers finish, an agent dies or time runs out.
-    Returns what ended it (a runend constant) and, for a failure, why."""
+def watch(agents, max_time, folder, sampler, show):
+    """Until the workers (a search's machines) finish, an agent dies or
+    time runs out.  Returns what ended it (a runend constant) and, for a
+    failure, why."""
     started = time.monotonic()
-    first_worker = next(a for a in agents if a.role == "worker")
-    tail = EventTail(folder.agent_file(first_worker.name, "jsonl"))
+    # What the line shows comes from the first worker, or a search's scheduler.
+    shown = next(a for a in agents if a.role in ("worker", "scheduler"))
+    tail = EventTail(folder.agent_file(shown.name, "jsonl"))
     progress = Progress()
     last_show = 0.0
     while True:
@@ -295,7 +309,7 @@ def watch(agents, exp, folder, sampler, show):
                 reason = f"agent {a.name} {describe_exit(code)}"
                 return runend.AGENT_FAILURE, reason + ("; its log ends:\n  " + "\n  ".join(tail_lines)
                                            if tail_lines else "")
-        workers = [a for a in agents if a.role == "worker"]
+        workers = [a for a in agents if a.role in ENDS_RUN]
         if all(a.proc.poll() == 0 for a in workers):
             servers = [a for a in agents if a.role == "server"]
             deadline = time.monotonic() + SERVER_GRACE
@@ -308,7 +322,7 @@ def watch(agents, exp, folder, sampler, show):
                             f"agent {a.name} {describe_exit(code)} after the workers finished")
             return runend.WORKERS_FINISHED, ""
         elapsed = time.monotonic() - started
-        if elapsed > exp.max_time:
+        if elapsed > max_time:
             return runend.TIME, ""
         progress.take(tail.read())
         if time.monotonic() - last_show >= 0.5:
@@ -355,6 +369,10 @@ def training_progress(folder):
     return accuracies, iterations
 
 
+def scheduler_events(spec, folder):
+    return read_events(folder.agent_file(f"{spec.search.dc}-c", "jsonl"))
+
+
 def conclude(seen, detail, exp, folder):
     accuracies, iterations = training_progress(folder)
     return runend.conclude(seen, detail, accuracies, exp.target_accuracy, iterations,
@@ -371,9 +389,11 @@ def run(spec, runs_root, delay_backend="auto", show=print, say=print, on_folder=
     "popen" starts each as an interpreter of its own."""
     if agent_start not in AGENT_STARTS:
         raise RunError(f"agent_start is {agent_start!r}, not one of {', '.join(AGENT_STARTS)}")
-    if spec.experiment is None:
-        raise RunError("the topology has no experiment: section, so there is nothing to run")
+    if spec.experiment is None and spec.search is None:
+        raise RunError("the topology has neither an experiment: nor a search: section, "
+                       "so there is nothing to run")
     network.check_buildable(spec, delay_backend)  # before any folder is made
+    max_time = (spec.search or spec.experiment).max_time
     with open(spec.source) as f:
         source_text = f.read()
     folder = RunFolder.create(runs_root, spec, source_text)
@@ -400,12 +420,14 @@ def run(spec, runs_root, delay_backend="auto", show=print, say=print, on_folder=
         commands = control.Commands(net, engine, speeds.set, folder.path,
                                     base_dir=os.path.dirname(spec.source))
         server = control.ControlServer(commands, folder.path).start()
-        agents = launch(net, agent_configs(spec, net, folder), folder, launcher)
+        configs = (search_run.agent_configs(spec, net, folder, AGENT_PORT, COORDINATOR_PORT)
+                   if spec.search else agent_configs(spec, net, folder))
+        agents = launch(net, configs, folder, launcher)
         # Dynamics times count from here: the moment the agents start.
-        engine.run(spec.dynamics, horizon=spec.experiment.max_time)
+        engine.run(spec.dynamics, horizon=max_time)
         if console:
             console(commands)
-        seen, detail = watch(agents, spec.experiment, folder, sampler, show)
+        seen, detail = watch(agents, max_time, folder, sampler, show)
     except KeyboardInterrupt:
         seen, detail = runend.INTERRUPTED, "interrupted by the user"
     except BaseException as e:
@@ -423,7 +445,8 @@ def run(spec, runs_root, delay_backend="auto", show=print, say=print, on_folder=
                 sampler.stop()
             if net is not None:
                 net.stop()
-            end = conclude(seen, detail, spec.experiment, folder)
+            end = (search_run.conclude(seen, detail, scheduler_events(spec, folder))
+                   if spec.search else conclude(seen, detail, spec.experiment, folder))
             folder.set_status(end.status, end.reason, stopped_by=end.stopped_by,
                               target_reached=end.target_reached)
             try:

@@ -19,6 +19,7 @@ import yaml
 from testbed import dynamics as dynamics_section
 from testbed import experiment as experiment_section
 from testbed import presets
+from testbed import search_spec as search_section
 from testbed.textfile import TextFileError, read_small_text
 from testbed.units import UnitError, parse_fraction, parse_rate, parse_size, parse_time, shown
 
@@ -142,6 +143,7 @@ class Spec:
     wan: tuple
     lan: Lan = Lan()
     experiment: object = None    # testbed.experiment.Experiment, when the file has one
+    search: object = None        # testbed.search_spec.SearchSpec, when the file has one instead
     dynamics: tuple = ()         # testbed.dynamics.Schedule
     source: str = ""
 
@@ -306,7 +308,7 @@ def _int(value, path, low, high):
 
 
 def _build(doc, source, default_name):
-    top = {"name", "datacenters", "wan", "lan", "preset_bw_scale", "experiment",
+    top = {"name", "datacenters", "wan", "lan", "preset_bw_scale", "experiment", "search",
            "dynamics", "description"}
     _check_keys(doc, top, "")
     name = doc.get("name", default_name if NAME_RE.fullmatch(default_name or "") else "topo")
@@ -328,6 +330,13 @@ def _build(doc, source, default_name):
         with SpecError.at("experiment", "a mapping of sync, overlay, workload, stop, ..."):
             _mapping(doc["experiment"], "experiment", "sync, overlay, workload, stop, ...")
             experiment = experiment_section.parse(doc["experiment"], dcs, SpecError, _check_keys)
+    search = None
+    if "search" in doc:
+        if experiment is not None:
+            raise SpecError("search", "a file runs one experiment or one search, not both")
+        with SpecError.at("search", "a mapping of policy, tasks, configs, ..."):
+            _mapping(doc["search"], "search", "policy, tasks, configs, ...")
+            search = search_section.parse(doc["search"], dcs, SpecError, _check_keys)
     max_speed = MAX_SPEED
     if experiment is not None and experiment.workload == "train":
         max_speed = 1.0
@@ -347,7 +356,7 @@ def _build(doc, source, default_name):
                                 f"{experiment.max_time:g}s; at most {dynamics_section.MAX_ACTIONS}: "
                                 "space them further apart")
     return Spec(name=name, datacenters=tuple(dcs), wan=tuple(wan), lan=lan,
-                experiment=experiment,
+                experiment=experiment, search=search,
                 dynamics=dynamics, source=source)
 
 

@@ -48,7 +48,7 @@ from testbed.units import format_rate, parse_rate
 log = logging.getLogger(__name__)
 RECIPE_KEYS = {"id", "title", "base", "axes", "set", "quick", "description"}
 TRANSFORMS = ("worker_dcs", "workers", "bw_scale", "variant")
-TOP_KEYS = {"name", "datacenters", "wan", "lan", "preset_bw_scale", "experiment", "dynamics"}
+TOP_KEYS = {"name", "datacenters", "wan", "lan", "preset_bw_scale", "experiment", "search", "dynamics"}
 
 
 class RecipeError(ValueError):
@@ -320,9 +320,13 @@ SKIPPED = "skipped (already completed)"
 def run_locally(planned, delay_backend):
     """One setting's run on this machine: what a sweep does for each setting,
     here or as a task on a machine of a cluster.  Returns the run folder."""
-    from testbed import runner
-    return runner.run(planned.spec, planned.folder, delay_backend, show=lambda line: None,
-                      say=lambda line: None).folder.path
+    from testbed import runend, runner
+    outcome = runner.run(planned.spec, planned.folder, delay_backend, show=lambda line: None,
+                         say=lambda line: None)
+    if outcome.stopped_by == runend.INTERRUPTED:
+        # Ctrl-C ends the sweep, not only this setting; running it again resumes.
+        raise KeyboardInterrupt
+    return outcome.folder.path
 
 
 def one_by_one(todo, run_one, tell):

@@ -11,7 +11,7 @@ clock starts when the first segment is complete, so its bytes do not count.
 
 import time
 
-from agents.transport import XFER_LOG_MIN_BYTES
+from agents.transport import XFER_LOG_MIN_BYTES, RecvTimeout
 
 
 class _Transfer:
@@ -25,12 +25,16 @@ class _Transfer:
 
 
 class DataPlane:
-    def __init__(self, endpoint, node, log, segments_of=None):
-        """segments_of(piece) -> how many segments make one transfer of it."""
+    def __init__(self, endpoint, node, log, segments_of=None, side=None):
+        """segments_of(piece) -> how many segments make one transfer of it.
+        side: {message type: handler(message)} for messages that are not
+        the executor's (a sync scheme's talk with the coordinator), which
+        may arrive in the middle of an iteration."""
         self.ep = endpoint
         self.node = node
         self.log = log
         self.segments_of = segments_of
+        self.side = dict(side or {})
         self.transfers = {}
 
     def send(self, messages):
@@ -51,10 +55,33 @@ class DataPlane:
             m = self.ep.recv(watch=self.node.upstream())
             if m.header.get("type") == "dist" and m.header.get("it") == it and first_down is None:
                 first_down = m.last
-            self._account(m)
-            self.send(self.node.on_message(m.sender, m.header, m.payload))
+            self._take(m)
         values, stop, last_started = self.node.result(it)
         return values, stop, last_started, first_down
+
+    def poll(self, timeout=0.0, watch=()):
+        """Between iterations: take what has arrived within `timeout`
+        seconds (a child's early partial sum, a side message).  True when
+        something came."""
+        try:
+            m = self.ep.recv(timeout=timeout, watch=watch)
+        except RecvTimeout:
+            return False
+        self._take(m)
+        while True:
+            try:
+                m = self.ep.recv(timeout=0, watch=watch)
+            except RecvTimeout:
+                return True
+            self._take(m)
+
+    def _take(self, m):
+        handler = self.side.get(m.header.get("type"))
+        if handler is not None:
+            handler(m)
+            return
+        self._account(m)
+        self.send(self.node.on_message(m.sender, m.header, m.payload))
 
     def close(self, drain=True):
         self.ep.close(drain)

@@ -8,7 +8,6 @@ from agents.dataplane.driver import DataPlane
 from agents.dataplane.tree import TreeNode, segments
 from agents.overlay import OVERLAYS
 from agents.overlay.layout import Layout
-from agents.sync import SCHEMES
 from agents.transport import Endpoint
 
 
@@ -29,7 +28,7 @@ def build_node(cfg, initial, log):
     if overlay.DYNAMIC:
         if not overlay.takes_part(cfg.name, layout):
             return None
-        rule = SCHEMES[cfg.sync].Rule(initial, cfg.workload.lr, cfg.workload.momentum)
+        rule = sync_rule(cfg, initial)
         return overlay.Node(cfg.name, layout, segment_elements(cfg), rule.fold,
                             coordinator=cfg.coordinator.name)
     plan = overlay.plan(layout)
@@ -37,18 +36,31 @@ def build_node(cfg, initial, log):
         return None
     if cfg.name in [p.root for p in plan.pieces]:
         log("plan", overlay=overlay.NAME, plan=plan.to_dict())
-    rule = SCHEMES[cfg.sync].Rule(initial, cfg.workload.lr, cfg.workload.momentum)
+    rule = sync_rule(cfg, initial)
     return TreeNode(cfg.name, plan, segment_elements(cfg), rule.fold)
 
 
-def data_plane(cfg, node, log):
+def sync_rule(cfg, initial):
+    """The sync scheme's root side, with the experiment's options."""
+    from agents.sync import SCHEMES, settings  # here: the schemes build endpoints with this module
+    scheme = SCHEMES[cfg.sync]
+    return scheme.Rule(initial, cfg.workload, settings(scheme, cfg.sync_options))
+
+
+def endpoint(cfg, log, queued=False):
+    """This agent's Endpoint to every server, worker and the coordinator."""
     peers = {p.name: (p.host, p.port) for p in cfg.servers + cfg.workers if p.name != cfg.name}
     if cfg.coordinator is not None:
         peers[cfg.coordinator.name] = (cfg.coordinator.host, cfg.coordinator.port)
-    ep = Endpoint(cfg.name, cfg.host, cfg.port, peers, cfg.transport.chunk_bytes,
-                  cfg.transport.heartbeat_interval, cfg.transport.dead_after,
-                  cfg.transport.io_threads, log, queued=getattr(node, "QUEUED", False))
+    return Endpoint(cfg.name, cfg.host, cfg.port, peers, cfg.transport.chunk_bytes,
+                    cfg.transport.heartbeat_interval, cfg.transport.dead_after,
+                    cfg.transport.io_threads, log, queued=queued)
+
+
+def data_plane(cfg, node, log, side=None):
+    ep = endpoint(cfg, log, queued=getattr(node, "QUEUED", False))
     per_piece = {i: len(segments(a, b, segment_elements(cfg)))
                  for i, (a, b) in enumerate(node.piece_ranges())}
     # A node whose pieces change between iterations says itself.
-    return DataPlane(ep, node, log, segments_of=getattr(node, "segments_of", per_piece.get))
+    return DataPlane(ep, node, log, segments_of=getattr(node, "segments_of", per_piece.get),
+                     side=side)

@@ -11,6 +11,7 @@ from agents.overlay import OVERLAYS
 from agents.overlay.layout import Layout
 from agents.probe.matrix import MatrixSubscriber
 from agents.probe.passive import PassiveReader
+from agents.sync import SCHEMES, settings
 from agents.transport import Endpoint, RecvTimeout
 
 VIEW_EVERY = 5.0      # seconds between two records of the network's view
@@ -56,13 +57,18 @@ def run(cfg, log):
     overlay = OVERLAYS[cfg.overlay]
     layout = Layout.from_dict(cfg.layout)
     policy = overlay.Policy(layout, seed=cfg.workload.seed) if overlay.DYNAMIC else None
+    scheme = SCHEMES[cfg.sync]
+    # A sync scheme's own service (ESync's state server) takes its message types.
+    service = (scheme.StateService([w.name for w in cfg.workers], settings(scheme, cfg.sync_options))
+               if hasattr(scheme, "StateService") else None)
     agents = cfg.servers + cfg.workers
     view = NetworkView(cfg.probes, cfg.coordination.get("probe_pub_port", 0),
                        os.path.dirname(cfg.events), agents)
     ep = Endpoint(cfg.name, cfg.host, cfg.port, {a.name: (a.host, a.port) for a in agents},
                   cfg.transport.chunk_bytes, cfg.transport.heartbeat_interval,
                   cfg.transport.dead_after, cfg.transport.io_threads, log, source=cfg.host)
-    log("start", role="coordinator", dc=cfg.dc, overlay=overlay.NAME, schedules=policy is not None)
+    log("start", role="coordinator", dc=cfg.dc, overlay=overlay.NAME, schedules=policy is not None,
+        sync=scheme.NAME, serves_sync=service is not None)
     last_view = last_update = -VIEW_EVERY
     changed = False
     # A policy that plans from measurements takes the view and re-plans on its own clock.
@@ -75,10 +81,13 @@ def run(cfg, log):
             except RecvTimeout:
                 m = None
             if m is not None:
-                if policy is None:
+                if service is not None and m.header.get("type") in service.TYPES:
+                    replies, decisions = service.on_message(m.sender, m.header)
+                elif policy is None:
                     raise RuntimeError(f"{m.sender} asked the coordinator of the static overlay "
                                        f"{overlay.NAME} for a decision")
-                replies, decisions = policy.on_message(m.sender, m.header)
+                else:
+                    replies, decisions = policy.on_message(m.sender, m.header)
                 for dst, header in replies:
                     ep.send(dst, header)
                 for d in decisions:

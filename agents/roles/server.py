@@ -1,21 +1,32 @@
-"""Server: an overlay node without a contribution of its own.  Where the
-plan makes it a piece's root it folds the sum in with the sync rule;
-elsewhere it aggregates and relays for the nodes below it."""
+"""Server: runs its sync scheme's server side.  By default that is an
+overlay node without a contribution of its own: where the plan makes it a
+piece's root it folds the sum in with the scheme's rule; elsewhere it
+aggregates and relays for the nodes below it.  A scheme that does not
+aggregate in trees (FedAsync) brings its own `serve`."""
 
 import time
 
 from agents.dataplane.node import build_node, data_plane
+from agents.sync import SCHEMES, settings
 from agents.workload import parameters_for
 
 
 def run(cfg, log):
+    scheme = SCHEMES[cfg.sync]
+    serve = getattr(scheme, "serve", None)
+    if serve is not None:
+        return serve(cfg, log, settings(scheme, cfg.sync_options))
+    return aggregate(cfg, log)
+
+
+def aggregate(cfg, log):
     params = parameters_for(cfg.workload)
     node = build_node(cfg, params.pack(list(params.shapes), params.initial), log)
     if node is None:
         log("done", iterations=0, reason=f"{cfg.overlay} gives this server no part")
         return
     plane = data_plane(cfg, node, log)
-    log("start", role="server", rank=cfg.rank, dc=cfg.dc, roots=node.roots(),
+    log("start", role="server", rank=cfg.rank, dc=cfg.dc, roots=node.roots(), sync=cfg.sync,
         bytes=sum(params.sizes().values()))
     it = 0
     finished = False

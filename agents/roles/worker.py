@@ -1,11 +1,15 @@
-"""Worker: compute a gradient, contribute it through the overlay's data
-plane, take the new model, and again."""
+"""Worker: runs its sync scheme's worker side (agents.sync) with what every
+scheme needs: the trainer on this worker's shard, the model as one flat
+vector, the data plane, evaluation, the live compute speed and the
+records of each round."""
 
 import hashlib
 import os
 import time
 
-from agents.dataplane.node import build_node, data_plane
+from agents import models
+from agents.dataplane.node import build_node, data_plane, endpoint
+from agents.sync import SCHEMES, settings
 from agents.workload import Trainer, parameters_for
 
 
@@ -30,50 +34,128 @@ class SpeedFile:
             return None
 
 
+class WorkerContext:
+    def __init__(self, cfg, log):
+        self.cfg = cfg
+        self.log = log
+        self.scheme = SCHEMES[cfg.sync]
+        self.options = settings(self.scheme, cfg.sync_options)
+        self.params = parameters_for(cfg.workload)
+        self.keys = list(self.params.shapes)
+        self.initial = self.params.pack(self.keys, self.params.initial)
+        self.trainer = Trainer(cfg.workload, cfg.rank, len(cfg.workers), cfg.speed, self.params)
+        self.speed = SpeedFile(cfg.speed_file)
+        self.max_rounds = cfg.max_iterations
+        self.want_stop = False        # the target accuracy is reached: ask everyone to stop
+        self.plane = None
+        self.ep = None
+        self.rounds = 0
+        self.steps = 0
+
+    # ------------------------------------------------------------ computing
+
+    def gradient(self):
+        """(flat gradient at the current model, loss, seconds computing),
+        at the compute speed the runner set last."""
+        new_speed = self.speed.changed()
+        if new_speed is not None:
+            self.trainer.speed = new_speed
+            self.log("speed", it=self.rounds, speed=new_speed)
+        grads, loss, compute = self.trainer.gradients()
+        self.steps += 1
+        return self.params.pack(self.keys, grads), loss, compute
+
+    def set_model(self, flat):
+        self.trainer.set_parameters(self.params.unpack(self.keys, flat))
+
+    def data_share(self):
+        """This worker's share of all training samples (FedAvg's weight);
+        equal shares for a synthetic workload."""
+        n = len(self.cfg.workers)
+        if self.cfg.workload.kind == "synthetic":
+            return 1.0 / n
+        y = self.trainer.y_all
+        sizes = [len(models.shard(y, n, r, self.cfg.workload.partition, self.cfg.workload.seed))
+                 for r in range(n)]
+        return sizes[self.cfg.rank] / sum(sizes)
+
+    # ------------------------------------------------------------ talking
+
+    def data_plane(self, side=None):
+        """The overlay's data plane (an all-reduce of one vector per round)."""
+        node = build_node(self.cfg, self.initial, self.log)
+        self.plane = data_plane(self.cfg, node, self.log, side=side)
+        self.ep = self.plane.ep
+        return self.plane
+
+    def endpoint(self):
+        """A bare Endpoint, for a scheme that talks to the roots directly."""
+        self.ep = endpoint(self.cfg, self.log)
+        return self.ep
+
+    def close(self, drain):
+        if self.ep is not None:
+            self.ep.close(drain)
+
+    # ------------------------------------------------------------ records
+
+    def started(self):
+        self.log("start", role="worker", rank=self.cfg.rank, dc=self.cfg.dc, speed=self.cfg.speed,
+                 sync=self.cfg.sync, params=int(self.initial.size))
+
+    def record(self, it, compute, sync, wait, loss, **extra):
+        """One round: seconds computing, seconds from handing over the
+        update to holding the new model, seconds of that blocked waiting
+        for the slowest contributor, and what the scheme adds."""
+        ep = self.ep
+        self.log("iter", it=it, compute=compute, comm=sync - wait, wait=wait, sync=sync, loss=loss,
+                 bytes_out=sum(ep.bytes_sent.values()), bytes_in=sum(ep.bytes_received.values()),
+                 **extra)
+        self.rounds = it + 1
+
+    def synchronize(self, it, contribution, compute, loss, load, **extra):
+        """One blocking round over the data plane: contribute, wait for the
+        new model and `load` it, record the round (the time until the
+        slowest contributor began its own counts as waiting) and evaluate.
+        Returns (the new model, whether training stops)."""
+        t_sync = time.monotonic()
+        model, stop, last_started, first_down = self.plane.iteration(it, contribution,
+                                                                     self.want_stop)
+        t_done = time.monotonic()
+        load(model)
+        sync = t_done - t_sync
+        self.record(it, compute, sync, min(sync, max(0.0, last_started - t_sync)), loss,
+                    down=(t_done - first_down) if first_down else None, **extra)
+        self.evaluate(it + 1, stop, final=it + 1 == self.max_rounds)
+        return model, stop
+
+    def evaluate(self, rounds, stop, final=False):
+        """Rank 0 tests the model it holds every eval_every rounds, at the
+        last one and when training stops; reaching the target accuracy
+        sets want_stop."""
+        cfg = self.cfg
+        if cfg.rank != 0 or not (rounds % cfg.workload.eval_every == 0 or final or stop):
+            return
+        result = self.trainer.evaluate()
+        if result is None:
+            return
+        self.log("eval", it=rounds, accuracy=result[0], loss=result[1])
+        if cfg.target_accuracy and result[0] >= cfg.target_accuracy:
+            self.want_stop = True
+
+    def finish(self, rounds, model, **extra):
+        # A digest of the final model: runs can be compared bit for bit.
+        self.log("done", iterations=rounds, steps=self.steps,
+                 model=hashlib.sha256(model.tobytes()).hexdigest()[:16] if rounds else None,
+                 **extra)
+
+
 def run(cfg, log):
-    params = parameters_for(cfg.workload)
-    keys = list(params.shapes)
-    trainer = Trainer(cfg.workload, cfg.rank, len(cfg.workers), cfg.speed, params)
-    node = build_node(cfg, params.pack(keys, params.initial), log)
-    plane = data_plane(cfg, node, log)
-    log("start", role="worker", rank=cfg.rank, dc=cfg.dc, speed=cfg.speed,
-        params=sum(params.sizes().values()) // 4)
-    want_stop = False
-    it = 0
-    speed = SpeedFile(cfg.speed_file)
+    ctx = WorkerContext(cfg, log)
     finished = False
     try:
-        while it < cfg.max_iterations:
-            new_speed = speed.changed()
-            if new_speed is not None:
-                trainer.speed = new_speed
-                log("speed", it=it, speed=new_speed)
-            grads, loss, compute = trainer.gradients()
-            t_sync = time.monotonic()
-            values, stop, last_started, first_down = plane.iteration(
-                it, params.pack(keys, grads), want_stop)
-            t_done = time.monotonic()
-            trainer.set_parameters(params.unpack(keys, values))
-            sync = t_done - t_sync
-            # Waiting: until the slowest worker began its synchronization.
-            wait = min(sync, max(0.0, last_started - t_sync))
-            log("iter", it=it, compute=compute, comm=sync - wait, wait=wait, sync=sync, loss=loss,
-                down=(t_done - first_down) if first_down else None,
-                bytes_out=sum(plane.ep.bytes_sent.values()),
-                bytes_in=sum(plane.ep.bytes_received.values()))
-            it += 1
-            if cfg.rank == 0 and (it % cfg.workload.eval_every == 0 or it == cfg.max_iterations or stop):
-                result = trainer.evaluate()
-                if result is not None:
-                    log("eval", it=it, accuracy=result[0], loss=result[1])
-                    if cfg.target_accuracy and result[0] >= cfg.target_accuracy:
-                        want_stop = True
-            if stop:
-                break
-        # A digest of the final model: runs can be compared bit for bit.
-        log("done", iterations=it,
-            model=hashlib.sha256(values.tobytes()).hexdigest()[:16] if it else None)
+        ctx.scheme.work(ctx)
         finished = True
     finally:
         # Only a normal end waits for its last data to leave.
-        plane.close(drain=finished)
+        ctx.close(drain=finished)

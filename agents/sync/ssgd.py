@@ -8,17 +8,19 @@ import numpy as np
 NAME = "ssgd"
 DESCRIPTION = "bulk-synchronous SGD: compute, push, aggregate, pull every iteration"
 OVERLAYS = ("ps", "mlnet", "tsengine", "netstorm")
+OPTIONS = {}
+RANGES = {}
 
 
 class Rule:
     """The root side, over the flat model; a root folds only its pieces'
     element ranges."""
 
-    def __init__(self, initial, lr, momentum=0.0):
+    def __init__(self, initial, workload, options=None):
         self.params = np.array(initial, dtype=np.float32)
         self.velocity = np.zeros_like(self.params)
-        self.lr = np.float32(lr)
-        self.momentum = np.float32(momentum)
+        self.lr = np.float32(workload.lr)
+        self.momentum = np.float32(workload.momentum)
 
     def fold(self, start, stop, total, count):
         """The new values of elements start..stop from the sum of `count`
@@ -29,3 +31,17 @@ class Rule:
         p = self.params[start:stop]
         p -= self.lr * v
         return p.copy()
+
+
+def work(ctx):
+    ctx.data_plane()
+    ctx.started()
+    values = ctx.initial
+    it = 0
+    while it < ctx.max_rounds:
+        grads, loss, compute = ctx.gradient()
+        values, stop = ctx.synchronize(it, grads, compute, loss, ctx.set_model, steps=1)
+        it += 1
+        if stop:
+            break
+    ctx.finish(it, values)

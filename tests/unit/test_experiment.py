@@ -41,7 +41,17 @@ def test_a_file_without_an_experiment_has_none():
 
 
 @pytest.mark.parametrize("exp,path,words", [
-    ("sync: fedprox\n", "experiment.sync", "unknown sync 'fedprox'; available: ssgd"),
+    ("sync: fedprox\n", "experiment.sync",
+     "unknown sync 'fedprox'; available: esync, fedasync, fedavg, nbsync, ssgd"),
+    ("sync: fedasync\noverlay: mlnet\n", "experiment.overlay", "fedasync runs over ps, not mlnet"),
+    ("sync: fedavg\nsync_options: {tau: 5}\n", "experiment.sync_options.tau",
+     "fedavg has no parameter 'tau' (it has: local_steps)"),
+    ("sync: fedavg\nsync_options: {local_steps: 2.5}\n", "experiment.sync_options.local_steps",
+     "must be a whole number in 1..100000"),
+    ("sync: fedasync\nsync_options: {staleness: linear}\n", "experiment.sync_options.staleness",
+     "must be one of constant, polynomial, hinge"),
+    ("sync: esync\nsync_options: {epsilon: -1}\n", "experiment.sync_options.epsilon",
+     "must be a number in 0.0..3600.0"),
     ("overlay: mesh\n", "experiment.overlay", "unknown overlay 'mesh'"),
     ("server_dc: west\n", "experiment.server_dc", "west has no servers"),
     ("server_dc: mars\n", "experiment.server_dc", "unknown data center 'mars'"),

@@ -23,3 +23,10 @@ def test_an_event_of_an_older_iteration_does_not_reset_the_count():
     p.line(1.0, {AB: 8e6})
     p.take([{"ev": "iter", "it": 3, "sync": 0.1}])
     assert "iter 5, 1.0 MB moved" in p.line(1.0, {AB: 8e6})
+
+
+def test_a_search_shows_the_stages_and_coflows_its_scheduler_finished():
+    p = Progress()
+    p.take([{"ev": "coflow_done"}, {"ev": "coflow_done"}, {"ev": "stage_done"},
+            {"ev": "coflow_done"}])
+    assert "1 stages, 3 coflows done" in p.line(2.0, {})

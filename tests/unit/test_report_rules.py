@@ -7,6 +7,7 @@ import pytest
 from rich.console import Console
 
 from testbed import cli, report
+from testbed.bound import GOODPUT_SHARE
 from testbed.runfolder import RunFolder
 
 WALL0 = 1_800_000_000.0      # wall clock at monotonic time 0 of the hand-built runs
@@ -85,3 +86,34 @@ def test_compare_shows_whole_run_names_in_a_narrow_terminal(tmp_path):
     text = console.export_text()
     for n in names:
         assert n in text
+
+
+def test_a_summary_puts_the_sync_time_next_to_t_lb_and_t_opt(tmp_path):
+    folder = run_folder(str(tmp_path), "20261130-093012-quickstart")
+    spec = json.loads(json.dumps(SPEC))
+    for direction in ("ab", "ba"):
+        spec["wan"][0][direction]["delay"] = 0.0
+    folder.write_json("spec.json", spec)
+    with open(folder.agent_file("tokyo-w0", "jsonl"), "a") as f:
+        f.write(json.dumps({"agent": "tokyo-w0", "ev": "start", "role": "worker", "t": 0.0,
+                            "wall": WALL0, "params": 250_000}) + "\n")
+    summary = report.summarize(folder)
+    # Two DCs with workers on one 50 Mbit/s link each way, no delay: each must
+    # get the other's 1 MB, at 50e6 * GOODPUT_SHARE / 8 bytes/s, and the
+    # exchange of the two sums achieves it.
+    alone = 1e6 / (50e6 * GOODPUT_SHARE / 8)
+    assert summary["sync_t_lb"] == pytest.approx(alone, rel=1e-6)
+    assert summary["sync_t_opt"] == pytest.approx(alone, rel=1e-6)
+    assert summary["sync_over_t_lb"] == pytest.approx(0.6 / alone)
+    # Kept for the next report of the same run.
+    assert folder.read_json("bounds.json")["t_lb"] == summary["sync_t_lb"]
+
+
+def test_compute_during_synchronization_is_not_counted_twice_in_the_iteration_time(tmp_path):
+    folder = run_folder(str(tmp_path), "20261130-093012-quickstart")
+    events = [{"agent": "tokyo-w0", "ev": "iter", "it": i, "t": 1.0 + i, "wall": WALL0 + 1 + i,
+               "compute": 0.5, "comm": 0.6, "wait": 0.0, "sync": 0.6, "busy": 0.45}
+              for i in range(5)]
+    write_lines(folder.agent_file("tokyo-w0", "jsonl"), events)
+    # 0.5 s computing, 0.45 of it while the 0.6 s synchronization ran: 0.65 s a round.
+    assert report.summarize(folder)["iteration_time"] == pytest.approx(0.65)

@@ -186,3 +186,21 @@ def test_a_list_valued_axis_gets_a_short_distinct_label():
     assert Setting((("dynamics", []),)).label == Setting((("dynamics", []),)).label
     long = Setting(tuple((f"experiment.k{i}", "v" * 20) for i in range(10)))
     assert len(long.label) == MAX_LABEL and long.label != Setting(long.values[:9]).label
+
+
+def test_ctrl_c_during_a_local_setting_ends_the_sweep(tmp_path, monkeypatch):
+    from testbed import runend, runner
+    r = W.load_recipe(recipe_at(tmp_path, RECIPE))
+    calls = []
+
+    def interrupted_run(spec, runs_root, delay_backend, show, say):
+        # The runner turns Ctrl-C into an interrupted run with its folder written.
+        calls.append(runs_root)
+        folder = RunFolder.create(runs_root, spec, "")
+        folder.set_status("interrupted", "interrupted by the user")
+        return runner.Outcome("interrupted", "interrupted by the user", folder, runend.INTERRUPTED)
+
+    monkeypatch.setattr(runner, "run", interrupted_run)
+    with pytest.raises(KeyboardInterrupt):
+        W.run_sweep(r, str(tmp_path / "sweep"), lambda p: W.run_locally(p, "auto"))
+    assert len(calls) == 1           # the next settings never started

@@ -1,0 +1,12 @@
+"""How fast one synchronization can be on a WAN, from three sides:
+`t_cut` (the pairwise cut bound of testbed/bound.py), `t_lb` (the
+partial-sum lower bound, tighter where DCs without agents only forward) and
+`t_opt` (the best multi-root tree packing, an achievable time, with its
+trees)."""
+
+from testbed.bounds.lower import t_cut, t_lat, t_lb, t_win
+from testbed.bounds.model import Wan, wan_of
+from testbed.bounds.packing import Packing, Tree, t_opt, tree_packing
+
+__all__ = ["Wan", "wan_of", "t_cut", "t_lat", "t_win", "t_lb", "t_opt", "tree_packing",
+           "Packing", "Tree"]

@@ -1,0 +1,32 @@
+"""A small hyper-parameter search on the emulated cluster (topologies/
+hpsearch.yaml: 2 tasks, 4 jobs, 2 stages each) completes under each
+coflow policy, never beats the lower bound, and senders hold the rates
+the scheduler gives them."""
+
+import os
+
+import pytest
+
+from tests.mininet.helpers import ROOT, run_topology
+
+pytestmark = pytest.mark.mininet
+HPSEARCH = os.path.join(ROOT, "topologies", "hpsearch.yaml")
+
+
+@pytest.mark.parametrize("policy", ["fair", "fifo-lm", "sincronia", "beamer"])
+def test_a_small_search_completes_under_each_policy(tmp_path, policy):
+    text = open(HPSEARCH).read().replace("policy: beamer", f"policy: {policy}")
+    run, summary = run_topology(tmp_path, policy, text)
+    s = summary["search"]
+    assert (summary["status"], summary["stopped_by"]) == ("completed", "search-finished")
+    # Per task: stage 0 runs 2 jobs x 2 iterations, stage 1 the best job x 4.
+    assert (s["policy"], s["stages"], s["coflows"]) == (policy, 4, 2 * (2 * 2 + 1 * 4))
+    assert s["avg_sct"] >= s["lower_bound"]["avg_sct"]
+    assert s["avg_cct"] >= s["lower_bound"]["avg_cct"]
+    if policy == "fair":
+        assert s["pacing_flows"] == 0          # TCP shares: nobody is paced
+    else:
+        # Each push that kept one rate arrived at that rate, within 10%.
+        assert s["pacing_flows"] >= 1
+        assert abs(s["pacing_worst"] - 1) <= 0.1, s
+    assert os.path.isfile(os.path.join(run, "sct.png"))
