@@ -5,10 +5,9 @@ task's makespan, and how closely senders held the rates they were given.
 
 Pacing accuracy: a flow that kept one rate all its life and was not gated
 (a worker's push; a PS's pull can go no faster than the pushes it waits
-for) should have moved its bytes after its first chunk at that rate:
-measured = (bytes - first chunk) / (last - first) against the rate.  A
-flow of fewer than MIN_CHUNKS chunks is not timed: one chunk's jitter in
-when the first arrives would be more than a tenth of it.
+for) should have arrived at that rate: its receiver's goodput (the
+least-squares slope of bytes against the arrival time of each chunk)
+against the rate.  A flow of fewer than MIN_CHUNKS chunks is not timed.
 """
 
 import statistics
@@ -42,10 +41,8 @@ def pacing(flows, chunk_bytes):
         if not f["paced"] or f["gated"] or len(set(f["rates"])) != 1 or not f["rates"][0] \
                 or f["bytes"] < MIN_CHUNKS * chunk_bytes:
             continue
-        span = f["last"] - f["first"]
-        moved = f["bytes"] - min(chunk_bytes, f["bytes"])
-        if span > 0 and moved > 0:
-            out.append(moved / span / f["rates"][0])
+        if f.get("goodput"):
+            out.append(f["goodput"] / f["rates"][0])
     return out
 
 

@@ -11,7 +11,7 @@ Messages:
   between machines
     data   flow, chunk, chunks            one chunk of a flow (synthetic bytes)
   to the scheduler
-    arrived  flow, bytes, first, last     every chunk of a flow is here
+    arrived  flow, bytes, first, last, rate   every chunk of a flow is here
 
 A flow goes out chunk by chunk: a chunk is handed to the transport only
 when the flow's own token bucket allows it at its rate (none while the
@@ -73,6 +73,23 @@ class _Incoming:
         self.got = 0
         self.bytes = 0
         self.first = now
+        self.arrivals = []        # (time, bytes so far) per chunk
+
+    def take(self, nbytes, now):
+        self.got += 1
+        self.bytes += nbytes
+        self.arrivals.append((now, self.bytes))
+
+    def rate(self):
+        """Bytes/s: the least-squares slope of bytes received against time,
+        so one late or early chunk barely moves it; None under 3 chunks."""
+        if len(self.arrivals) < 3:
+            return None
+        n = len(self.arrivals)
+        mt = sum(t for t, _ in self.arrivals) / n
+        mb = sum(b for _, b in self.arrivals) / n
+        var = sum((t - mt) ** 2 for t, _ in self.arrivals)
+        return sum((t - mt) * (b - mb) for t, b in self.arrivals) / var if var > 0 else None
 
 
 def run(cfg, log):
@@ -108,12 +125,11 @@ def run(cfg, log):
                 elif kind == "data":
                     now = time.monotonic()
                     inc = incoming.setdefault(h["flow"], _Incoming(h["chunks"], now))
-                    inc.got += 1
-                    inc.bytes += m.payload.nbytes
+                    inc.take(m.payload.nbytes, now)
                     arrived_chunks[h["flow"]] = inc.got
                     if inc.got == inc.chunks:
                         ep.send(scheduler, {"type": "arrived", "flow": h["flow"], "bytes": inc.bytes,
-                                            "first": inc.first, "last": now})
+                                            "first": inc.first, "last": now, "rate": inc.rate()})
                         del incoming[h["flow"]]
                 elif kind == "end":
                     ended = True

@@ -4,7 +4,7 @@ job's iteration: its compute time, then its coflow), starts every flow on
 its source machine, and re-rates the flows with the coflow policy on
 every arrival and departure (agents/coflow/live.py).  Events:
   coflow       id, task, stage, job, flows, bytes       a coflow arrived
-  flow         id, bytes, first, last, rates, gated     a flow's receiver has it all
+  flow         id, bytes, first, last, goodput, rates, gated   a flow's receiver has it all
   coflow_done  id, task, stage, job, cct
   stage_done   task, stage, sct, jobs
   search_done  coflows, stages
@@ -80,7 +80,8 @@ def run(cfg, log):
             done, changed = sched.flow_finished(cid, i, now)
             f = coflow.flows[i]
             log("flow", id=m.header["flow"], bytes=m.header["bytes"], first=m.header["first"],
-                last=m.header["last"], rates=history.pop((cid, i)), paced=policy.paced,
+                last=m.header["last"], goodput=m.header["rate"], rates=history.pop((cid, i)),
+                paced=policy.paced,
                 gated=f.src == coflow.flows[0].dst, src=machines[f.src], dst=machines[f.dst])
             _tell(ep, sched, machines, changed, history)
             if done is None:

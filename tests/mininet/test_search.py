@@ -15,7 +15,9 @@ HPSEARCH = os.path.join(ROOT, "topologies", "hpsearch.yaml")
 
 @pytest.mark.parametrize("policy", ["fair", "fifo-lm", "sincronia", "beamer"])
 def test_a_small_search_completes_under_each_policy(tmp_path, policy):
-    text = open(HPSEARCH).read().replace("policy: beamer", f"policy: {policy}")
+    # Half the shipped models' sizes in finer chunks: as many chunks a flow, in less time.
+    text = open(HPSEARCH).read().replace("policy: beamer", f"policy: {policy}").replace(
+        "models: {small: 0.5, large: 2}", "models: {small: 0.25, large: 1}\n  chunk: 32kib")
     run, summary = run_topology(tmp_path, policy, text)
     s = summary["search"]
     assert (summary["status"], summary["stopped_by"]) == ("completed", "search-finished")
@@ -25,8 +27,10 @@ def test_a_small_search_completes_under_each_policy(tmp_path, policy):
     assert s["avg_cct"] >= s["lower_bound"]["avg_cct"]
     if policy == "fair":
         assert s["pacing_flows"] == 0          # TCP shares: nobody is paced
-    else:
-        # Each push that kept one rate arrived at that rate, within 10%.
+    elif policy in ("sincronia", "beamer"):
+        # Each push that kept one rate arrived at that rate, within 10%.  (FIFO-LM
+        # re-shares among the admitted coflows at nearly every event, so few of
+        # its flows keep one rate; tests/unit/test_search_agents.py times them.)
         assert s["pacing_flows"] >= 1
         assert abs(s["pacing_worst"] - 1) <= 0.1, s
     assert os.path.isfile(os.path.join(run, "sct.png"))

@@ -18,9 +18,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 CHUNK = 16 * 1024
 MACHINES = 4
 SEARCH = {"tasks": 2, "configs": 2, "eta": 2, "iterations": 2, "growth": None, "workers": 2,
-          "machines": MACHINES, "zoo": {"a": 0.5, "b": 1.0}, "scale": 1e6,
+          "machines": MACHINES, "zoo": {"a": 0.25, "b": 0.5}, "scale": 1e6,
           "compute": [0.05, 0.1], "task_gap": 0.0, "seed": 0}
-# 4 MB/s per NIC each way: a 1 MB push takes 0.25 s alone.
+# 4 MB/s per NIC each way: a 0.5 MB push takes 0.125 s alone.
 CAPACITY = 4e6
 
 
