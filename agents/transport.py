@@ -232,7 +232,8 @@ class Endpoint:
             return True
         while out.next < len(out.chunks):
             off, length = out.chunks[out.next]
-            now = time.monotonic()
+            # Only a paced peer needs the clock: unpaced chunks are the hot path.
+            now = time.monotonic() if bucket is not None else None
             if bucket is not None and bucket.delay(length, now) > 0:
                 return False
             if out.next == 0 and out.meta.pop("stamp", False):

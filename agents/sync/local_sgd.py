@@ -23,7 +23,6 @@ class LocalSGD:
         self.v = np.zeros_like(self.w)
         self.lr = np.float32(ctx.cfg.workload.lr)
         self.momentum = np.float32(ctx.cfg.workload.momentum)
-        self.steps = 0
         ctx.set_model(self.w)
 
     def step(self, anchor=None, rho=0.0):
@@ -37,7 +36,6 @@ class LocalSGD:
         self.v += g
         self.w -= self.lr * self.v
         self.ctx.set_model(self.w)
-        self.steps += 1
         end = time.monotonic()
         return loss, end - t0, end
 
