@@ -5,7 +5,7 @@ setup(
     version="0.1.0",
     description="Mininet testbed for distributed machine learning across emulated WANs",
     packages=find_packages(include=["testbed", "testbed.*", "agents", "agents.*"]),
-    package_data={"testbed.presets": ["*.csv"]},
+    package_data={"testbed.presets": ["*.csv"], "testbed.ui": ["static/*"]},
     python_requires=">=3.9",
     install_requires=[
         "mininet==2.3.0.dev6",
@@ -19,11 +19,13 @@ setup(
         "matplotlib>=3.6",
         "networkx>=3.0",
         "scipy>=1.10",
+        "aiohttp>=3.9",
     ],
     extras_require={
         # Sweeps across machines (`--cluster`); checked with Ray 2.60.
         "cluster": ["ray>=2.60,<3"],
-        "test": ["pytest>=7", "pytest-timeout", "hypothesis>=6", "scipy>=1.10", "ray>=2.60,<3"],
+        "test": ["pytest>=7", "pytest-timeout", "hypothesis>=6", "scipy>=1.10", "ray>=2.60,<3",
+                 "selenium>=4.10"],
     },
     entry_points={"console_scripts": ["testbed=testbed.cli:main"]},
 )

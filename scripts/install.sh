@@ -21,7 +21,8 @@ esac
 
 # iptables: a test proves the host's firewall rules never see emulated traffic.
 # gcc, libc6-dev: the compiled delay line (testbed-delayline).
-apt_packages="mininet iperf3 iputils-ping bridge-utils ethtool iproute2 net-tools procps iptables python3 python3-venv python3-pip gcc libc6-dev"
+# chromium, chromium-driver: the tests look at the run pages in a headless browser.
+apt_packages="mininet iperf3 iputils-ping bridge-utils ethtool iproute2 net-tools procps iptables python3 python3-venv python3-pip gcc libc6-dev chromium chromium-driver"
 missing=""
 for p in $apt_packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -71,9 +71,17 @@ def main():
 
 @main.command()
 @click.argument("file", type=click.Path(dir_okay=False))
-def validate(file):
+@click.option("--draw", "picture", default=None, type=click.Path(dir_okay=False),
+              help="also draw the topology into this picture (.png, .svg or .pdf)")
+def validate(file, picture):
     """Check a topo.yaml and show what it describes."""
+    from testbed.ui import draw
+
     spec = load_spec(file)
+    if picture:
+        problem = draw.check_target(picture)
+        if problem:
+            fail(problem)
     dcs = ", ".join(f"{d.name} ({d.servers} servers, {d.workers} workers)" for d in spec.datacenters)
     out.print(f"[bold]{spec.name}[/]: {len(spec.datacenters)} data centers: {dcs}")
     out.print(links_table(spec, "WAN links"))
@@ -90,6 +98,8 @@ def validate(file):
     if spec.dynamics:
         out.print(f"dynamics: {len(spec.dynamics)} scheduled changes")
     out.print(f"{file}: valid")
+    if picture:
+        out.print(f"drawn: {draw.draw(spec, picture)}")
 
 
 @main.command()
@@ -294,7 +304,11 @@ def summary_table(summary, title):
               help="folder that receives the run folder")
 @click.option("--console", "with_console", is_flag=True,
               help="a prompt during the run to change links and speeds (help lists the commands)")
-def run(file, delay_backend, runs_root, with_console):
+@click.option("--ui", "with_ui", is_flag=True,
+              help="serve a live page of the run on 127.0.0.1 (its address, with a token, is printed)")
+@click.option("--ui-port", default=0, show_default=True, type=click.IntRange(0, 65535),
+              help="the live page's port; 0 takes a free one")
+def run(file, delay_backend, runs_root, with_console, with_ui, ui_port):
     """Build the network, run the experiment, report, tear down."""
     from testbed import report as reportmod
     from testbed import runner
@@ -303,6 +317,8 @@ def run(file, delay_backend, runs_root, with_console):
     if spec.experiment is None and spec.search is None:
         fail(f"{file}: experiment: missing: add an experiment section to run (see "
              "topologies/quickstart.yaml) or a search section (see topologies/hpsearch.yaml)")
+    if with_ui:
+        _check_port(ui_port)
     tear_down_on_signals()
     live = out.status("starting") if out.is_terminal and not with_console else None
 
@@ -321,7 +337,8 @@ def run(file, delay_backend, runs_root, with_console):
             live.start()
         outcome = runner.run(spec, runs_root, delay_backend, show=show, say=click.echo,
                              on_folder=lambda f: click.echo(f"run folder: {f.path}"),
-                             console=_start_console if with_console else None)
+                             console=_start_console if with_console else None,
+                             ui=_live_page(ui_port) if with_ui else None)
     except CapabilityError as e:
         fail(str(e), EXIT_CANNOT)
     except runner.RunError as e:
@@ -337,6 +354,27 @@ def run(file, delay_backend, runs_root, with_console):
                                     if os.path.exists(outcome.folder.file(p))))
     if outcome.status != "completed":
         fail(f"the run failed: {outcome.reason}", EXIT_CANNOT)
+
+
+def _check_port(port):
+    """A taken --ui-port is the user's to fix, before anything is built."""
+    import socket
+
+    from testbed.ui.server import HOST
+    with socket.socket() as s:
+        try:
+            s.bind((HOST, port))
+        except OSError as e:
+            fail(f"--ui-port {port}: cannot listen on {HOST}:{port} ({e.strerror or e})")
+
+
+def _live_page(port):
+    def start(commands):
+        from testbed.ui.server import LiveServer
+        page = LiveServer(commands, port).start()
+        click.echo(f"live page: {page.url}")
+        return page
+    return start
 
 
 def _start_console(commands):
@@ -390,7 +428,9 @@ def _run_dir(path):
 
 @main.command()
 @click.argument("run_dir", type=click.Path(file_okay=False), required=False)
-def report(run_dir):
+@click.option("--html", "with_html", is_flag=True,
+              help="also write report.html: a page that replays the run, self-contained")
+def report(run_dir, with_html):
     """Summarize a run folder (the newest by default) and draw its plots."""
     from testbed import report as reportmod
     from testbed.runfolder import newest_run
@@ -399,6 +439,9 @@ def report(run_dir):
     summary, plots = reportmod.report(run_dir)
     out.print(summary_table(summary, f"run {os.path.basename(os.path.normpath(run_dir))}"))
     out.print("plots: " + ", ".join(plots))
+    if with_html:
+        from testbed.ui.page import write_report
+        out.print(f"page: {write_report(run_dir)}")
 
 
 @main.command()

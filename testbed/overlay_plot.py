@@ -13,9 +13,7 @@ def trees(events):
     decisions."""
     plans = [e for evs in events.values() for e in evs if e["ev"] == "plan"]
     if plans:
-        piece = plans[0]["plan"]["pieces"][0]
-        agg = sorted(piece["parent"].items())
-        dist = sorted((a, b) for a, kids in piece["children"].items() for b in kids)
+        agg, dist = piece_edges(plans[0]["plan"]["pieces"][0])
         return [(f"{plans[0]['overlay']}: every iteration", agg, dist)]
     decisions = [e for evs in events.values() for e in evs
                  if e["ev"] == "decision" and e.get("piece") == 0]
@@ -23,14 +21,23 @@ def trees(events):
     if not rounds:
         return []
     picked = sorted({rounds[0], rounds[len(rounds) // 2], rounds[-1]})[:ROUNDS_DRAWN]
-    out = []
-    for it in picked:
-        agg = [(d["sender"], d["receiver"]) for d in decisions
-               if d["it"] == it and d["decision"] == "pair"]
-        dist = [(d["sender"], d["receiver"]) for d in decisions
-                if d["it"] == it and d["decision"] == "distribute"]
-        out.append((f"iteration {it}", agg, dist))
-    return out
+    return [(f"iteration {it}", *round_edges(decisions, it)) for it in picked]
+
+
+def piece_edges(piece):
+    """(aggregation edges, distribution edges) of one piece of a plan."""
+    agg = sorted(piece["parent"].items())
+    dist = sorted((a, b) for a, kids in piece["children"].items() for b in kids)
+    return agg, dist
+
+
+def round_edges(decisions, it):
+    """(aggregation edges, distribution edges) the decisions of round `it` made."""
+    agg = [(d["sender"], d["receiver"]) for d in decisions
+           if d["it"] == it and d["decision"] == "pair"]
+    dist = [(d["sender"], d["receiver"]) for d in decisions
+            if d["it"] == it and d["decision"] == "distribute"]
+    return agg, dist
 
 
 def positions(agents_by_dc):

@@ -380,11 +380,13 @@ def conclude(seen, detail, exp, folder):
 
 
 def run(spec, runs_root, delay_backend="auto", show=print, say=print, on_folder=lambda folder: None,
-        console=None, agent_start="launcher"):
+        console=None, agent_start="launcher", ui=None):
     """Run the experiment of a Spec.  Returns an Outcome; the run folder is
     always left with its status, events, samples, summary and plots.  show() gets
     the progress line, say() messages; console(commands), if given, starts
-    an interactive console once the agents run.  agent_start: "launcher"
+    an interactive console once the agents run; ui(commands), if given,
+    starts a page that watches and changes the run and returns it (its
+    stop() is called at the end, whatever the end).  agent_start: "launcher"
     forks the agents from one interpreter that imported torch once;
     "popen" starts each as an interpreter of its own."""
     if agent_start not in AGENT_STARTS:
@@ -399,7 +401,7 @@ def run(spec, runs_root, delay_backend="auto", show=print, say=print, on_folder=
     folder = RunFolder.create(runs_root, spec, source_text)
     on_folder(folder)
     seen, detail = runend.ERROR, "the run did not start"
-    agents, sampler, net, engine, server, launcher = [], None, None, None, None, None
+    agents, sampler, net, engine, server, launcher, page = [], None, None, None, None, None, None
     try:
         net = network.build(spec, delay_backend=delay_backend, link_log=folder.links,
                             run_dir=folder.path)
@@ -420,6 +422,8 @@ def run(spec, runs_root, delay_backend="auto", show=print, say=print, on_folder=
         commands = control.Commands(net, engine, speeds.set, folder.path,
                                     base_dir=os.path.dirname(spec.source))
         server = control.ControlServer(commands, folder.path).start()
+        if ui:
+            page = ui(commands)
         configs = (search_run.agent_configs(spec, net, folder, AGENT_PORT, COORDINATOR_PORT)
                    if spec.search else agent_configs(spec, net, folder))
         agents = launch(net, configs, folder, launcher)
@@ -435,7 +439,7 @@ def run(spec, runs_root, delay_backend="auto", show=print, say=print, on_folder=
         raise
     finally:
         with signals_deferred():
-            for part in (engine, server):
+            for part in (engine, server, page):
                 if part:
                     part.stop()
             stop_agents(agents)
