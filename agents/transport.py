@@ -28,7 +28,6 @@ the receive loop wakes up when the next chunk is due, so an agent keeps
 receiving while its paced data waits.  `paced(peer)` is the rate achieved.
 """
 
-import collections
 import itertools
 import json
 import math
@@ -39,6 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import zmq
 
+from agents.fairqueue import FairQueue
 from agents.pacing import TokenBucket
 
 HEARTBEAT_SUFFIX = "#hb"
@@ -119,7 +119,7 @@ class Endpoint:
         is where our own connections leave from (routing may depend on it)."""
         self.source = source
         self.queued = queued
-        self.outgoing = {}            # peer -> deque of _Outgoing (queued mode, paced peers)
+        self.outgoing = {}            # peer -> FairQueue of _Outgoing (queued mode, paced peers)
         self.buckets = {}             # peer -> TokenBucket of a paced peer
         self.meters = {}              # peer -> _PaceMeter
         self.name = name
@@ -164,10 +164,13 @@ class Endpoint:
 
     # ----------------------------------------------------------- sending
 
-    def send(self, peer, header, payload=None):
+    def send(self, peer, header, payload=None, flow=None, weight=1.0):
         """Send a header and optional numpy array to a peer, in chunks.
         Returns immediately; ZeroMQ moves the bytes.  The array must not be
-        changed until the peer has it (callers send fresh arrays)."""
+        changed until the peer has it (callers send fresh arrays).  Where
+        messages wait in the peer's queue (queued mode, paced peers), those
+        of different `flow`s share the connection in proportion to their
+        `weight` (agents.fairqueue); without a flow they keep their order."""
         sock = self.dealers[peer]
         msg = next(self._msg_ids)
         if payload is None:
@@ -179,12 +182,12 @@ class Endpoint:
                     "dtype": arr.dtype.str, "shape": list(arr.shape)}
             self.bytes_sent[peer] = self.bytes_sent.get(peer, 0) + arr.nbytes
             out = _Outgoing(meta, memoryview(arr).cast("B"), chunks)
-        queue = self.outgoing.setdefault(peer, collections.deque())
+        queue = self.outgoing.setdefault(peer, FairQueue())
         if not self.queued and peer not in self.buckets and not queue:
             self._send_chunks(sock, out, block=True)
             return
         out.queued_at = time.monotonic()
-        queue.append(out)
+        queue.append(out, flow, weight, 0 if payload is None else arr.nbytes)
         if len(queue) == 1:
             self.pump(peer)
 

@@ -129,7 +129,8 @@ def parse(raw, datacenters, error, check_keys):
                                  p("overlay_options"), error)
     sync_options = options_of(SCHEMES[sync], raw.get("sync_options", {}), p("sync_options"), error)
     refuse = getattr(OVERLAYS[overlay], "refuse", None)
-    why = refuse({d.name: d.servers for d in datacenters}) if refuse else None
+    why = (refuse({d.name: d.servers for d in datacenters}, {d.name: d.workers for d in datacenters})
+           if refuse else None)
     if why:
         raise error(p("overlay"), why)
     coordination = choice("coordination", ["management", "wan"], "wan")

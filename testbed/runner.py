@@ -124,7 +124,19 @@ def overlay_layout(spec, servers, workers):
     return Layout(size=0, workers=[[p.name, p.dc] for p in workers],
                   servers=[[p.name, p.dc] for p in servers], server_dc=exp.server_dc,
                   dcs=[d.name for d in spec.datacenters], links=links,
-                  options=dict(exp.overlay_options or {}))
+                  options=dict(exp.overlay_options or {}), routes=router_paths(spec))
+
+
+def router_paths(spec):
+    """{"a>b": [a, ..., b]}: the path the emulated routers send a's packets
+    to b along, for every ordered pair of DCs."""
+    hops, out = shortest_next_hops(spec), {}
+    for (src, dst) in hops:
+        path = [src]
+        while path[-1] != dst:
+            path.append(hops[(path[-1], dst)])
+        out[f"{src}>{dst}"] = path
+    return out
 
 
 def probe_peers(spec, net):
@@ -143,17 +155,14 @@ def probe_settings(spec, configs, probe=None):
     by then: every network namespace reads the same monotonic clock, and
     unlike the wall clock it never steps, so no probe skips or repeats a
     slot when the time is set.  `probe` defaults to the experiment's."""
-    hops = shortest_next_hops(spec)
+    paths = router_paths(spec)
     pairs = []
     for src in spec.datacenters:
         for dst in spec.datacenters:
             if src is dst:
                 continue
-            links, here = [], src.name
-            while here != dst.name:
-                nxt = hops[(here, dst.name)]
-                links.append([here, nxt])
-                here = nxt
+            path = paths[f"{src.name}>{dst.name}"]
+            links = [list(link) for link in zip(path, path[1:])]
             ways = [spec.link(a, b).direction(a, b) for a, b in links]
             pairs.append({"src": src.name, "dst": dst.name, "links": links,
                           "delay": sum(d.delay + d.jitter for d in ways),

@@ -38,12 +38,23 @@ class DataPlane:
         self.transfers = {}
 
     def send(self, messages):
+        # An overlay that paces its connections by plan sets their rates first.
+        take_rates = getattr(self.node, "take_rates", None)
+        if take_rates is not None:
+            rates = take_rates()
+            for peer, bits_per_s in rates.items():
+                self.ep.set_rate(peer, bits_per_s or None)
+            if rates:
+                self.log("pace", rates=rates)
         # An overlay that routes by backlog picks each message's next hop.
         route = getattr(self.node, "route", None)
+        # One that runs several trees at once shares each connection among them.
+        flow_of = getattr(self.node, "flow_of", None)
         for dst, header, payload in messages:
             if route is not None:
                 dst, header = route(dst, header, self.ep.queue_length)
-            self.ep.send(dst, header, payload)
+            flow, weight = flow_of(header) if flow_of is not None else (None, 1.0)
+            self.ep.send(dst, header, payload, flow=flow, weight=weight)
 
     def iteration(self, it, contribution=None, stop=False):
         """Play this node's part in iteration `it`.  Returns (new model or

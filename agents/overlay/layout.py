@@ -17,6 +17,7 @@ class Layout:
     dcs: list                      # every DC name, transit DCs included
     links: list                    # [[a, b, rate a->b, rate b->a, delay a->b, delay b->a]]
     options: dict = field(default_factory=dict)   # the overlay's parameters
+    routes: dict = field(default_factory=dict)    # {"a>b": [a, ..., b]}: the routers' paths
 
     @classmethod
     def from_dict(cls, d):

@@ -208,9 +208,9 @@ def overlay_dcs(layout):
     return [dc for dc in layout.dcs if dc in nodes]
 
 
-def refuse(server_counts):
+def refuse(server_counts, worker_counts=None):
     """Why DCs with these numbers of servers ({dc: n}) cannot run
-    NetStorm, or None."""
+    NetStorm, or None: it relays at every DC's server, transit DCs' too."""
     bare = [dc for dc, n in server_counts.items() if n < 1]
     if bare:
         return (f"netstorm relays at a server in every DC, and {', '.join(bare)} "

@@ -35,6 +35,7 @@ def sum_at_root(start, stop, total, count):
 
 class Node:
     QUEUED = True                 # wants a transport with visible per-peer queues
+    scheme = ns                   # the overlay module whose options and plans these are
 
     def __init__(self, name, layout, segment, fold, coordinator):
         self.name = name
@@ -48,7 +49,7 @@ class Node:
         self.server = self.nodes.get(self.dc) == name
         self.name_of = {dc: n for dc, n in self.nodes.items()}
         self.n = len(layout.workers)
-        self.opt = {k: ns.option(layout, k) for k in ns.OPTIONS}
+        self.opt = {k: self.scheme.option(layout, k) for k in self.scheme.OPTIONS}
         self.policies = {}        # version -> policy
         self.trees = {}           # version -> TreeNode
         self.version_of = {}      # iteration -> version
@@ -96,7 +97,7 @@ class Node:
         if it in self.version_of:
             return self._begin(it)
         if self.worker:
-            return [(self.coordinator, {"type": "ns_release", "it": it}, None)]
+            return [(self.coordinator, {"type": "ns_release", "it": it, "size": self.layout.size}, None)]
         return []
 
     def on_message(self, sender, header, payload):
@@ -138,11 +139,15 @@ class Node:
         it, v = header["it"], header["version"]
         if "policy" in header:
             self.policies[v] = header["policy"]
-            plan = ns.plan_of(header["policy"], self.layout)
-            self.trees[v] = TreeNode(self.name, plan, self.opt["piece"], sum_at_root)
+            plan = self.scheme.plan_of(header["policy"], self.layout)
+            self.trees[v] = TreeNode(self.name, plan, self.segment(header["policy"]), sum_at_root)
             self.latest = v
         self.version_of[it] = v
         return self._begin(it) if it in self.pending else []
+
+    def segment(self, policy):
+        """Elements per segment under a policy: one segment per piece."""
+        return self.opt["piece"]
 
     def _begin(self, it):
         tree = self.trees[self.version_of[it]]

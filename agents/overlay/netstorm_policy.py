@@ -27,6 +27,8 @@ EQUAL_SPEED = 1.0          # bytes/s of a link nothing is known about: only rati
 
 
 class Policy:
+    scheme = ns                    # the overlay module whose options and policies these are
+
     def __init__(self, layout, seed=0, clock=time.monotonic):
         self.layout = layout
         self.clock = clock
@@ -75,20 +77,20 @@ class Policy:
     def tick(self, now=None):
         """Re-plan when it is time and the speeds moved; [decision]."""
         now = self.clock() if now is None else now
-        if self.policy is None or not self.layout.option("replan", ns.OPTIONS["replan"]):
+        if self.policy is None or not self.scheme.option(self.layout, "replan"):
             return []
         if self.next_check is None:
             self.next_check = now
         if now < self.next_check:
             return []
-        self.next_check = now + ns.option(self.layout, "check_period")
+        self.next_check = now + self.scheme.option(self.layout, "check_period")
         speeds = self.speeds()
-        change = relative_change(self.planned_on, speeds)
-        if change is None or change <= ns.option(self.layout, "update_change"):
+        change = self.change(speeds)
+        if change is None or change <= self.scheme.option(self.layout, "update_change"):
             return []
         self._plan(speeds)
         return [{"decision": "replan", "version": self.version, "change": change,
-                 "roots": self.roots()}]
+                 **self.summary()}]
 
     # ----------------------------------------------------------- internals
 
@@ -102,6 +104,14 @@ class Policy:
         nothing yet."""
         return {f"{a}->{b}": "sample" if (a, b) in self.samples else
                 "probe" if (a, b) in self.estimates else "none" for a, b in self.links}
+
+    def change(self, speeds):
+        """How far `speeds` are from those the policy in force was made from."""
+        return relative_change(self.planned_on, speeds)
+
+    def summary(self):
+        """What a decision records about the policy in force."""
+        return {"roots": self.roots()}
 
     def roots(self):
         total = sum(self.policy["perf"].values())
@@ -123,7 +133,7 @@ class Policy:
             reply["policy"] = self.policy
             self.released_version = self.version
             decisions.append({"decision": "release", "it": it, "version": self.version,
-                              "roots": self.roots(),
+                              **self.summary(),
                               "speeds": {f"{a}->{b}": s * 8 for (a, b), s in self.planned_on.items()},
                               "sources": self.sources()})
         return [(node, reply) for node in self.everyone], decisions

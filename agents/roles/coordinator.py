@@ -30,6 +30,7 @@ class NetworkView:
                                            for a in agents if a.dc == dc], dc_of)
                         for dc in sorted(set(dc_of.values()))}
         self.estimates = {}
+        self.probes = {}          # "a->b" -> the probe's own numbers: trains' estimate, RTT
         self.transfers = {}
 
     def update(self):
@@ -41,6 +42,7 @@ class NetworkView:
                     continue        # a start-up guess, published only to size trains
                 changed |= self.estimates.get(f"{src}->{dst}") != est["bw"]
                 self.estimates[f"{src}->{dst}"] = est["bw"]
+                self.probes[f"{src}->{dst}"] = {"active": est.get("active"), "rtt": est.get("rtt")}
         for dst, reader in self.readers.items():
             for src, _, goodput in reader.read():
                 if src != dst:
@@ -73,6 +75,7 @@ def run(cfg, log):
     changed = False
     # A policy that plans from measurements takes the view and re-plans on its own clock.
     take_estimates = getattr(policy, "take_estimates", None)
+    take_probes = getattr(policy, "take_probes", None)
     tick = getattr(policy, "tick", None)
     try:
         while True:
@@ -98,6 +101,8 @@ def run(cfg, log):
                 last_update = now
                 if take_estimates is not None:
                     take_estimates(view.estimates)
+                if take_probes is not None:
+                    take_probes(view.probes)
             if tick is not None:
                 for d in tick():
                     log("decision", **d)

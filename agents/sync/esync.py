@@ -37,7 +37,7 @@ from agents.sync.rules import AverageDelta
 
 NAME = "esync"
 DESCRIPTION = "ESync: a state server sets each worker's local steps so that all arrive together"
-OVERLAYS = ("ps", "mlnet", "tsengine", "netstorm")
+OVERLAYS = ("ps", "mlnet", "tsengine", "netstorm", "optimal")
 OPTIONS = {"epsilon": 0.5, "global_lr": 1.0, "nonblocking": "auto"}
 RANGES = {"epsilon": (0.0, 3600.0), "global_lr": (0.0, 100.0), "nonblocking": ("auto", "on", "off")}
 

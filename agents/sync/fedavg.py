@@ -16,7 +16,7 @@ from agents.sync.rules import WeightedSum
 
 NAME = "fedavg"
 DESCRIPTION = "federated averaging: tau local steps, then a weighted average of the models"
-OVERLAYS = ("ps", "mlnet", "tsengine", "netstorm")
+OVERLAYS = ("ps", "mlnet", "tsengine", "netstorm", "optimal")
 OPTIONS = {"local_steps": 10}
 RANGES = {"local_steps": (1, 100_000)}
 

@@ -34,7 +34,7 @@ from agents.sync.rules import AverageDelta
 
 NAME = "nbsync"
 DESCRIPTION = "NBSync: local computing never waits; deltas synchronize in the background"
-OVERLAYS = ("ps", "mlnet", "tsengine", "netstorm")
+OVERLAYS = ("ps", "mlnet", "tsengine", "netstorm", "optimal")
 OPTIONS = {"global_lr": 1.0}
 RANGES = {"global_lr": (0.0, 100.0)}
 

@@ -7,7 +7,7 @@ import numpy as np
 
 NAME = "ssgd"
 DESCRIPTION = "bulk-synchronous SGD: compute, push, aggregate, pull every iteration"
-OVERLAYS = ("ps", "mlnet", "tsengine", "netstorm")
+OVERLAYS = ("ps", "mlnet", "tsengine", "netstorm", "optimal")
 OPTIONS = {}
 RANGES = {}
 

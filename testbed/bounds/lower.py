@@ -58,8 +58,8 @@ the sums, workers finishing at different times.
 
 import itertools
 
+from agents.planning.lp import INFEASIBLE, LP, add_flow, add_routing, overlay_arcs
 from testbed.bound import quickest_flow_time
-from testbed.bounds.lp import INFEASIBLE, LP, add_flow, add_routing, overlay_arcs
 
 MAX_PARTITIONS = 5000
 

@@ -175,8 +175,10 @@ def plan_state(events, start):
     rounds = [d for d in decisions if d.get("decision") in ("pair", "distribute")]
     if shifts:
         last = max(shifts, key=lambda d: d["t"])
-        out["trees"] = [{"root": dc, "share": share, "aggregation": [], "distribution": []}
-                        for dc, share in sorted(last.get("roots", {}).items())]
+        # The planner's decisions carry its trees; NetStorm's only each root's share.
+        out["trees"] = last.get("trees") or [
+            {"root": dc, "share": share, "aggregation": [], "distribution": []}
+            for dc, share in sorted(last.get("roots", {}).items())]
         out["routes"] = last.get("routes", [])
         out["changed_at"] = last["t"] - start
         out["why"] = (f"version {last['version']} re-planned: link speeds moved by "

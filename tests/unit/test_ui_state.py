@@ -135,6 +135,15 @@ def test_an_adaptive_plan_is_the_last_release_or_replan_and_says_why():
     assert state.plan_state(events[:2], start=5.0)["why"] == "version 0 released at iteration 0"
 
 
+def test_the_planner_s_decisions_show_its_trees_not_only_its_roots():
+    trees = [{"root": "a", "share": 0.6, "aggregation": [["b", "a"]], "distribution": [["a", "b"]]},
+             {"root": "b", "share": 0.4, "aggregation": [["a", "b"]], "distribution": [["b", "a"]]}]
+    events = [{"t": 10.0, "ev": "start", "overlay": "optimal"},
+              {"t": 12.0, "ev": "decision", "decision": "release", "it": 3, "version": 1,
+               "roots": {"a": 0.6, "b": 0.4}, "trees": trees}]
+    assert state.plan_state(events, start=5.0)["trees"] == trees
+
+
 def test_the_replay_has_a_frame_a_second_and_ends_at_the_last_state(run):
     frames = state.replay(run)["frames"]
     assert [f["elapsed"] for f in frames] == [0.0, 1.0, 2.0, 3.0]

@@ -17,6 +17,12 @@ none with negative reduced cost left means the packing is optimal.  A
 second solve keeps R and routes the loads over the least total delay, so
 no connection takes a detour it does not need.
 
+Routes.  By default a connection may use any mix of WAN paths; with
+`paths` ({(u, v): (dc, ...)}) each is held to the one path the routers
+take, which is what a network without extra routes can do.  With `keep`,
+each root keeps only its `keep` heaviest in- and out-trees and the rates
+are solved again over those: fewer trees, a little less rate.
+
 Time.  A slice of the model sent up an in-tree and down an out-tree at the
 trees' rate finishes M / R plus the longest leaf-to-root delay of the one
 plus the longest root-to-leaf delay of the other (a connection's delay is
@@ -31,7 +37,7 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from testbed.bounds.lp import INFEASIBLE, LP, add_routing, overlay_arcs
+from agents.planning.lp import INFEASIBLE, LP, add_routing, overlay_arcs
 
 TOLERANCE = 1e-9
 DUST = 1e-6               # of R
@@ -57,6 +63,18 @@ class Packing:
         return model_bytes / self.rate + self.latency
 
 
+def arc_delays(wan, paths=None):
+    """{(u, v): one-way delay} of every overlay connection: its least-delay
+    path, or the delay of its fixed path."""
+    arcs = overlay_arcs(wan.agents)
+    if paths is None:
+        return {(u, v): wan.dist[u].get(v, float("inf")) for u, v in arcs}
+    return {(u, v): (sum(wan.links[link][1] for link in zip(paths[(u, v)], paths[(u, v)][1:]))
+                     if (u, v) in paths and all(link in wan.links for link in
+                                                 zip(paths[(u, v)], paths[(u, v)][1:]))
+                     else float("inf")) for u, v in arcs}
+
+
 def t_opt(wan, model_bytes):
     if len(wan.terminals) < 2:
         return 0.0
@@ -65,44 +83,94 @@ def t_opt(wan, model_bytes):
     return tree_packing(wan).time(model_bytes)
 
 
-def tree_packing(wan):
-    """The optimal Packing of `wan` (at least two terminals, all reachable)."""
+def tree_packing(wan, paths=None, keep=None, start=(), model_bytes=None, give_up=()):
+    """The optimal Packing of `wan` (at least two terminals, all reachable);
+    see the module docstring for `paths` and `keep`.  `start`: trees
+    (root, kind, arcs) to begin the column generation with, such as the last
+    packing's on a WAN whose numbers moved: fewer rounds to the optimum.
+    `give_up`: shares of the rate that may be traded for shallower trees;
+    of the packings at each, the one that synchronizes `model_bytes`
+    soonest (M / R + latency) is returned."""
     unit = max(rate for rate, _ in wan.links.values())
-    columns = []
+    delay = arc_delays(wan, paths)
+    columns = list(dict.fromkeys(tuple(c) for c in start))
     for root in wan.agents:
         spanned = sorted(set(wan.terminals) | {root})
         star = tuple((root, v) for v in spanned if v != root)
         columns += [(root, "broadcast", star), (root, "reduce", tuple((v, u) for u, v in star))]
     for _ in range(MAX_ROUNDS):
-        master = _Master(wan, columns, unit)
+        master = _Master(wan, columns, unit, delay, paths)
         res = master.lp.solve()
         new = _price(wan, master, res)
         if not new:
             break
         columns += new
-    best = -res.fun
-    columns += _least_delay_trees(wan)
-    master = _Master(wan, columns, unit, least_delay_at=best * (1 - 1e-7))
-    return master.packing(master.lp.solve(), unit)
+    columns += _least_delay_trees(wan, delay)
+    master, res = _solve(wan, columns, unit, delay, paths)
+    while keep is not None:
+        fewer = _without_lightest(columns, res.x[master.weight], keep)
+        if fewer is None:
+            break
+        columns = fewer
+        master, res = _solve(wan, columns, unit, delay, paths)
+    best = master.packing(res, unit)
+    for share in give_up:
+        master, res = _solve(wan, columns, unit, delay, paths, share)
+        packing = master.packing(res, unit)
+        if packing.time(model_bytes) < best.time(model_bytes):
+            best = packing
+    return best
+
+
+def _solve(wan, columns, unit, delay, paths, give_up=0.0):
+    """The most rate over these columns, then among packings with at least
+    (1 - give_up) of it the shallowest: (master, solution).  Should rounding
+    make the second solve infeasible, it gives up a little more rate, then
+    none is shallower."""
+    master = _Master(wan, columns, unit, delay, paths)
+    res = master.lp.solve()
+    if res.x is None:
+        raise RuntimeError(f"the tree packing master LP failed: {res.message}")
+    for slack in (1e-7, 1e-5, 1e-3):
+        floor = -res.fun * (1 - give_up) * (1 - slack)
+        shallow = _Master(wan, columns, unit, delay, paths, least_delay_at=floor)
+        found = shallow.lp.solve()
+        if found.x is not None:
+            return shallow, found
+    return master, res
+
+
+def _without_lightest(columns, weights, keep):
+    """The columns in use, less the lightest tree of a root and kind that
+    uses more than `keep`; None when none does."""
+    dust = DUST * max(weights)
+    used = [k for k in range(len(columns)) if weights[k] > dust]
+    count = {}
+    for k in used:
+        count[columns[k][:2]] = count.get(columns[k][:2], 0) + 1
+    over = [k for k in used if count[columns[k][:2]] > keep]
+    if not over:
+        return None
+    lightest = min(over, key=lambda k: weights[k])
+    return [columns[k] for k in used if k != lightest]
 
 
 class _Master:
-    def __init__(self, wan, columns, unit, least_delay_at=None):
-        self.wan, self.columns, lp = wan, columns, LP()
+    def __init__(self, wan, columns, unit, delay, paths=None, least_delay_at=None):
+        self.wan, self.columns, self.delay, lp = wan, columns, delay, LP()
         self.lp = lp
         self.share = {r: lp.var(cost=0.0 if least_delay_at else -1.0) for r in wan.agents}
         self.weight = [lp.var() for _ in columns]
         self.arcs = overlay_arcs(wan.agents)
-        self.load_of, self.flows, on_link = add_routing(lp, wan, self.arcs)
+        self.load_of, self.flows, on_link = add_routing(lp, wan, self.arcs, paths=paths)
         if least_delay_at is not None:
             # Keep R; among such packings prefer shallow trees and short routes.
             lp.row([(x, -1.0) for x in self.share.values()], "<=", -least_delay_at)
             for arc in self.arcs:
                 for link, f in self.flows[arc].items():
-                    lp.cost[f] = wan.links[link][1] + TOLERANCE
+                    lp.cost[f] += wan.links[link][1] + TOLERANCE   # a fixed path's load: its sum
             for w, (root, kind, arcs) in zip(self.weight, columns):
-                lp.cost[w] = _depth(Tree(root, kind, arcs, 0.0),
-                                    {(u, v): wan.dist[u][v] for u, v in self.arcs})
+                lp.cost[w] = _depth(Tree(root, kind, arcs, 0.0), delay)
         self.balance = {}
         for r in wan.agents:
             for kind in ("reduce", "broadcast"):
@@ -154,7 +222,9 @@ def _price(wan, master, res):
     the <= rows of a minimisation)."""
     if res.status == INFEASIBLE:
         raise RuntimeError("the tree packing master LP is infeasible")
-    arc_price = {arc: -res.ineqlin.marginals[row] for arc, row in master.capacity.items()}
+    # A connection with no path (delay inf) is no arc of any tree.
+    arc_price = {arc: -res.ineqlin.marginals[row] for arc, row in master.capacity.items()
+                 if master.delay[arc] < float("inf")}
     new = []
     for root in wan.agents:
         optional = [s for s in wan.steiner if s != root]
@@ -173,9 +243,9 @@ def _price(wan, master, res):
     return new
 
 
-def _least_delay_trees(wan):
-    """Per root, the in- and out-tree of least-delay paths over the overlay:
-    shallow candidates for the second solve."""
+def _least_delay_trees(wan, delay):
+    """Per root, the in- and out-tree of least-delay paths over the overlay
+    (connections of finite `delay`): shallow candidates for the second solve."""
     columns = []
     for root in wan.agents:
         nodes = sorted(set(wan.terminals) | {root})
@@ -183,9 +253,9 @@ def _least_delay_trees(wan):
             graph = nx.DiGraph()
             for u in nodes:
                 for v in nodes:
-                    if u != v:
-                        arc = (u, v) if kind == "broadcast" else (v, u)
-                        graph.add_edge(u, v, delay=wan.dist[arc[0]][arc[1]])
+                    arc = (u, v) if kind == "broadcast" else (v, u)
+                    if u != v and delay[arc] < float("inf"):
+                        graph.add_edge(u, v, delay=delay[arc])
             paths = nx.single_source_dijkstra_path(graph, root, weight="delay")
             arcs = {(p[-2], p[-1]) for p in paths.values() if len(p) > 1}
             arcs = tuple(sorted(a if kind == "broadcast" else (a[1], a[0]) for a in arcs))
@@ -200,8 +270,8 @@ def _cheapest_arborescence(nodes, root, kind, price):
     graph.add_nodes_from(nodes)
     for u in nodes:
         for v in nodes:
-            if u != v and v != root:       # nothing enters the root of a broadcast tree
-                arc = (u, v) if kind == "broadcast" else (v, u)
+            arc = (u, v) if kind == "broadcast" else (v, u)
+            if u != v and v != root and arc in price:   # nothing enters a broadcast tree's root
                 graph.add_edge(u, v, weight=price[arc])
     tree = nx.minimum_spanning_arborescence(graph, attr="weight")
     arcs = tuple(sorted((u, v) if kind == "broadcast" else (v, u) for u, v in tree.edges))

@@ -49,14 +49,25 @@ def overlay_arcs(nodes):
     return [(u, v) for u in nodes for v in nodes if u != v]
 
 
-def add_routing(lp, wan, arcs, usable=None):
+def add_routing(lp, wan, arcs, usable=None, paths=None):
     """Per overlay arc a its load Y_a (a variable) routed as a flow over the
-    links from a's tail to its head.  Returns ({arc: Y column},
-    {arc: {link: flow column}}, {link: [flow columns]}) so the caller caps each
-    link's load.  `usable(link)` False keeps a link idle."""
+    links from a's tail to its head, or, where `paths` ({arc: (dc, ...)})
+    fixes its route, carried along that path alone (an arc `paths` leaves out
+    carries nothing).  Returns ({arc: Y column}, {arc: {link: flow column}},
+    {link: [flow columns]}) so the caller caps each link's load.
+    `usable(link)` False keeps a link idle."""
     load_of, flows, on_link = {}, {}, {link: [] for link in wan.links}
     nodes = wan.nodes
     for arc in arcs:
+        if paths is not None:
+            path = paths.get(arc)
+            links = list(zip(path, path[1:])) if path else []
+            ok = bool(links) and all(link in wan.links for link in links)
+            y = load_of[arc] = lp.var(hi=None if ok else 0.0)
+            flows[arc] = {link: y for link in links} if ok else {}
+            for link in flows[arc]:
+                on_link[link].append(y)
+            continue
         y = load_of[arc] = lp.var()
         flows[arc] = {}
         balance = {w: [] for w in nodes}

@@ -1,0 +1,246 @@
+"""A planner from the network's own estimates: the best multi-root tree
+packing, cut into few explicit trees, each carrying a slice of the model
+at its planned rate.
+
+Source: TREE-OPT as `agents/planning/packing.py` states it (multi-root
+fractional arborescence packing, reduce and broadcast concurrently, trees
+by column generation with networkx's minimum spanning arborescence as the
+pricing step; Edmonds' branching theorem for why trees suffice), the
+overlay-over-underlay model of Marfoq et al. (NeurIPS 2020), and mTree's
+"few trees with workload proportions" (Luo et al., IEEE TNSE 2024).
+
+What the planner reads, every number estimated (never the configured
+links): a link direction's payload rate is the probes' packet-train
+estimate of the DC pair the link joins (the highest of the last
+`estimate_memory` seconds, see `optimal_policy`) where the routers send
+that pair over it, as wire rate times 1448/1514; otherwise the most any estimated pair whose route crosses
+the link gets (a path is as fast as its slowest link, so that is a floor);
+a link nothing crosses yet counts as the slowest known one.  A
+connection's delay is half the pair's estimated RTT.  The routes are the ones the routers take
+(`layout.routes`): a connection between two agents is held to that path,
+so no extra routes are needed (where every DC hosts an agent, Edmonds'
+theorem says trees over neighbouring DCs already reach the cut bound; the
+gap to free multipath on other WANs is what `testbed bound` shows as t_opt
+against the plan's own time).  A link nothing is known about yet counts
+as equal to the others, so the first iteration can start at once; the
+first estimates then re-plan.
+
+The plan (`plan_of`):
+- every root keeps its `keep` heaviest in- and out-trees (rates solved
+  again over those, `packing.tree_packing`);
+- the packing of most rate is not always the soonest: with `trade_rate`,
+  packings that give up 10, 20, ... 50% of the rate for shallower trees are
+  solved too, and the one with the least M / R + latency for this model's
+  M bytes is kept (a small model is all latency; where the text is silent
+  we choose this ladder);
+- a root's in-trees and out-trees are paired in order of weight, each
+  pair taking the overlap of their rates (north-west corner rule), so a
+  pair is one reduce tree and one broadcast tree sharing a slice;
+- a slice's elements are its pair's share of the total rate (largest
+  remainders), one piece per slice; its aggregation tree is the in-tree
+  over the DCs' servers with every worker below its own DC's server, its
+  distribution tree the out-tree, each server also feeding its DC's
+  workers;
+- segments (the executor's pipelining unit) are chosen from the pipeline
+  depth: each slice is cut into at least `pipeline` segments per hop of its
+  deepest reduce-plus-broadcast path, so the trees' stages overlap, but
+  no segment smaller than `min_segment` elements (where the text is
+  silent: the per-message cost of the transport sets that floor; both are
+  parameters);
+- every overlay connection between two DCs' servers is paced in the
+  transport at `pace_share` times its planned load (`pace: 0` leaves TCP to
+  share), so connections that share a link keep the shares the plan gave.
+
+Re-planning: the coordinator keeps the policy in force and, every
+`check_period` seconds, re-plans when the estimates moved by more than
+`update_change` (the largest relative change of a link); the new
+plan takes effect at the next iteration every node agrees on (NetStorm's
+policy-switch protocol, `netstorm_policy`), so no piece is aggregated
+under two plans.  `replan: 0` freezes the first estimated plan.
+"""
+
+from agents.overlay import netstorm as ns
+from agents.planning.packing import tree_packing
+from agents.planning.wan import Wan
+
+NAME = "optimal"
+DESCRIPTION = "our planner: the best multi-root tree packing from estimates, paced per connection"
+DYNAMIC = True
+GOODPUT_SHARE = 1448 / 1514
+OPTIONS = {"keep": 2, "trade_rate": 1, "pipeline": 4, "min_segment": 4096, "pace": 1,
+           "pace_share": 1.0, "check_period": 2.0, "update_change": 0.25, "estimate_memory": 8.0,
+           "replan": 1}
+RANGES = {"keep": (1, 64), "trade_rate": (0, 1), "pipeline": (1, 1024), "min_segment": (1, 10**9),
+          "pace": (0, 1), "pace_share": (0.1, 10.0), "check_period": (0.1, 3600.0), "update_change": (0.0, 10.0),
+          "estimate_memory": (0.0, 3600.0), "replan": (0, 1)}
+
+servers_by_dc = ns.servers_by_dc
+overlay_dcs = ns.overlay_dcs
+takes_part = ns.takes_part
+
+
+def option(layout, key):
+    return layout.option(key, OPTIONS[key])
+
+
+def refuse(server_counts, worker_counts):
+    """Why these DCs cannot run the planner, or None: every DC with workers
+    needs a server to sum them and to relay; transit DCs only forward."""
+    bare = [dc for dc, n in worker_counts.items() if n and server_counts.get(dc, 0) < 1]
+    if bare:
+        return (f"optimal sums each DC's workers at its server, and {', '.join(bare)} "
+                f"{'has' if len(bare) == 1 else 'have'} workers but no server")
+    return None
+
+
+def route_paths(layout, order):
+    """{(a, b): (dc, ...)} the routers' path between every two overlay DCs."""
+    return {(a, b): tuple(layout.routes[f"{a}>{b}"]) for a in order for b in order
+            if a != b and f"{a}>{b}" in layout.routes}
+
+
+def link_estimates(pairs, routes, links):
+    """{link: payload bytes/s} from the probes' estimates of DC pairs
+    ({(a, b): bytes/s}) and the routers' paths ({"a>b": [a, ..., b]}): a
+    pair routed over just that link gives its rate; failing that, the
+    fastest pair routed across it gives a floor."""
+    direct, floor = {}, {}
+    for (a, b), rate in pairs.items():
+        path = routes.get(f"{a}>{b}", [a, b])
+        crossed = list(zip(path, path[1:]))
+        if crossed == [(a, b)]:
+            direct[(a, b)] = rate
+        for link in crossed:
+            floor[link] = max(floor.get(link, 0.0), rate)
+    return {link: direct.get(link, floor.get(link)) for link in links
+            if link in direct or link in floor}
+
+
+def wan_of_estimates(speeds, delays, order, layout):
+    """The Wan the planner sees: link directions at their estimated payload
+    rate and delay; agents and terminals from who runs where."""
+    workers = {dc for _, dc in layout.workers}
+    return Wan.of_numbers({link: (speeds[link], delays.get(link, 0.0)) for link in speeds},
+                          order, [dc for dc in order if dc in workers])
+
+
+def compute_policy(speeds, delays, order, layout, previous=None):
+    """The plan's policy for payload rates `speeds` and one-way delays
+    `delays` ({(a, b): ...} per link direction), as JSON-ready data; the
+    `previous` policy's trees start the search."""
+    wan = wan_of_estimates(speeds, delays, order, layout)
+    start = [(s["root"], kind, tuple(map(tuple, s[kind])))
+             for s in (previous or {}).get("slices", ()) for kind in ("reduce", "broadcast")]
+    trade = [k / 10 for k in range(1, 6)] if option(layout, "trade_rate") else []
+    packing = tree_packing(wan, paths=route_paths(layout, order), keep=option(layout, "keep"),
+                           start=start, model_bytes=4 * layout.size, give_up=trade)
+    slices = []
+    for root in wan.agents:
+        mine = lambda kind: sorted(([list(map(list, t.arcs)), t.rate] for t in packing.trees  # noqa: E731
+                                    if t.root == root and t.kind == kind), key=lambda x: -x[1])
+        for up, down, rate in pair_trees(mine("reduce"), mine("broadcast")):
+            slices.append({"root": root, "reduce": up, "broadcast": down, "rate": rate})
+    loads = {}
+    for s in slices:
+        for u, v in s["reduce"] + s["broadcast"]:
+            loads[f"{u}>{v}"] = loads.get(f"{u}>{v}", 0.0) + s["rate"]
+    return {"rate": sum(s["rate"] for s in slices), "latency": packing.latency,
+            "slices": slices, "loads": loads}
+
+
+def pair_trees(reduce, broadcast):
+    """[(reduce arcs, broadcast arcs, rate)]: a root's in-trees and out-trees
+    ([arcs, rate], heaviest first) paired by the north-west corner rule;
+    what one kind has beyond the other is dropped (a root can only carry
+    what it both reduces and broadcasts)."""
+    out, i, j = [], 0, 0
+    left_up = reduce[0][1] if reduce else 0.0
+    left_down = broadcast[0][1] if broadcast else 0.0
+    while i < len(reduce) and j < len(broadcast):
+        rate = min(left_up, left_down)
+        if rate > 0:
+            out.append((reduce[i][0], broadcast[j][0], rate))
+        left_up -= rate
+        left_down -= rate
+        if left_up <= left_down:
+            i += 1
+            left_up = reduce[i][1] if i < len(reduce) else 0.0
+        else:
+            j += 1
+            left_down = broadcast[j][1] if j < len(broadcast) else 0.0
+    return out
+
+
+def slice_sizes(rates, size):
+    """Elements per slice proportional to its rate, summing to `size`
+    (largest remainders, ties to the earlier slice)."""
+    total = sum(rates)
+    exact = [r / total * size for r in rates]
+    sizes = [int(x) for x in exact]
+    order = sorted(range(len(rates)), key=lambda k: (-(exact[k] - sizes[k]), k))
+    for k in order[:size - sum(sizes)]:
+        sizes[k] += 1
+    return sizes
+
+
+def hops(arcs, root, kind):
+    """The most connections between the root and a leaf of a tree."""
+    children = {}
+    for u, v in arcs:
+        parent, child = (u, v) if kind == "broadcast" else (v, u)
+        children.setdefault(parent, []).append(child)
+
+    def depth(node):
+        return max((1 + depth(c) for c in children.get(node, ())), default=0)
+    return depth(root)
+
+
+def segment_of(policy, layout):
+    """Elements per segment: every slice in at least `pipeline` segments per
+    hop of its reduce-plus-broadcast depth, but no smaller than `min_segment`."""
+    sizes = slice_sizes([s["rate"] for s in policy["slices"]], layout.size)
+    finest = min((n / (option(layout, "pipeline")
+                       * max(1, hops(s["reduce"], s["root"], "reduce")
+                             + hops(s["broadcast"], s["root"], "broadcast")))
+                  for s, n in zip(policy["slices"], sizes) if n > 0), default=layout.size)
+    return max(int(option(layout, "min_segment")), int(finest), 1)
+
+
+def plan_of(policy, layout):
+    """The Plan of a policy: one piece per slice (see the module docstring)."""
+    from agents.dataplane.plan import Piece, Plan
+    nodes = servers_by_dc(layout)
+    workers_in = {}
+    for w, dc in layout.workers:
+        workers_in.setdefault(dc, []).append(w)
+    pieces, start = [], 0
+    for s, n in zip(policy["slices"], slice_sizes([s["rate"] for s in policy["slices"]], layout.size)):
+        if n == 0:
+            continue
+        parent = {w: nodes[dc] for w, dc in layout.workers}
+        parent.update({nodes[u]: nodes[v] for u, v in s["reduce"]})
+        children = {}
+        for u, v in s["broadcast"]:
+            children.setdefault(nodes[u], []).append(nodes[v])
+        for dc in {s["root"]} | {v for _, v in s["broadcast"]}:
+            children.setdefault(nodes[dc], []).extend(sorted(workers_in.get(dc, [])))
+        pieces.append(Piece(start, start + n, nodes[s["root"]], parent,
+                            {k: sorted(v) for k, v in sorted(children.items())}))
+        start += n
+    return Plan(layout.size, tuple(layout.worker_names), tuple(pieces)).validate()
+
+
+def connection_rates(policy, dc, layout):
+    """{peer server: bit/s} this DC's server paces its connections to (none
+    when `pace` is 0, or the policy was made before every link had an estimate)."""
+    if not option(layout, "pace") or not policy.get("pace", True):
+        return {}
+    nodes = servers_by_dc(layout)
+    share = option(layout, "pace_share")
+    return {nodes[v]: load * 8 * share for key, load in policy["loads"].items()
+            for u, v in [key.split(">")] if u == dc}
+
+
+# The overlay's two sides, which use the functions above.
+from agents.overlay.optimal_node import Node  # noqa: E402,F401
+from agents.overlay.optimal_policy import Policy  # noqa: E402,F401

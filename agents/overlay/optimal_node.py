@@ -1,0 +1,51 @@
+"""The planner's executor side: NetStorm's versioned release protocol
+(`netstorm_node`) running the planner's trees, without NetStorm's
+sampling or backlog detours, and pacing each connection of this DC's
+server at its planned load from the iteration a plan is released for."""
+
+from agents.overlay import netstorm_node, optimal
+
+
+class Node(netstorm_node.Node):
+    scheme = optimal
+
+    def __init__(self, name, layout, segment, fold, coordinator):
+        super().__init__(name, layout, segment, fold, coordinator)
+        self.rates = None
+        self.weights = {}         # version -> [planned rate of each piece]
+
+    def segment(self, policy):
+        return optimal.segment_of(policy, self.layout)
+
+    def route(self, dst, header, queue_length):
+        return dst, header
+
+    def _mark(self, messages):
+        return messages
+
+    def _released(self, header):
+        if "policy" in header:
+            v = header["version"]
+            sizes = optimal.slice_sizes([s["rate"] for s in header["policy"]["slices"]], self.layout.size)
+            self.weights[v] = [s["rate"] for s, n in zip(header["policy"]["slices"], sizes) if n > 0]
+        if "policy" in header and self.server:
+            planned = optimal.connection_rates(header["policy"], self.dc, self.layout)
+            self.rates = {peer: planned.get(peer, 0.0) for peer in self.nodes.values()
+                          if peer != self.name}
+        out = super()._released(header)
+        self.weights = {v: w for v, w in self.weights.items() if v in self.trees}
+        return out
+
+    def flow_of(self, header):
+        """(flow, weight) of a message: each slice's tree is a flow weighted
+        by its planned rate, so a connection serves the slices it carries
+        at once, in their planned shares, and not one after the other."""
+        if header.get("type") not in ("agg", "dist") or header.get("it") not in self.version_of:
+            return None, 1.0
+        v = self.version_of[header["it"]]
+        return (v, header["piece"]), self.weights[v][header["piece"]]
+
+    def take_rates(self):
+        """{peer: bit/s (0: unpaced)} set since the last call, for the transport."""
+        rates, self.rates = self.rates, None
+        return rates or {}

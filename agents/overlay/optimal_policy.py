@@ -1,0 +1,156 @@
+"""The planner's coordinator side: probe estimates in, versioned plans out,
+released at iteration boundaries every node agrees on (NetStorm's
+protocol, `netstorm_policy`, whose bookkeeping this reuses).
+
+Only the probes' packet trains count: the servers' own transfer samples,
+and the goodput of real transfers the probes fold into their estimate,
+read back the rates the plan paces connections to, or more than a link
+carries when a burst that waited in a buffer arrives at once.  The change
+that triggers a re-plan is the largest relative change of a link
+direction's estimate (a mean over all links hides one link gone wrong, and
+a plan is only as good as its worst link).  A DC pair's rate is the
+highest its trains read within `estimate_memory` seconds: trains that
+cross a link the plan keeps full read less than the link carries (they
+queue behind its traffic), so the most recent reading alone would make
+the plan chase its own load; a link that really slows down is followed
+once the memory has passed.  A re-plan is solved in
+a thread: iterations go on being released under the plan in force, and
+the new one takes over at the first release after it is ready.
+"""
+
+import dataclasses
+import threading
+
+from agents.overlay import netstorm_policy, optimal
+
+
+class Policy(netstorm_policy.Policy):
+    scheme = optimal
+    take_estimates = None          # the blended estimates are not read: take_probes is
+
+    def __init__(self, layout, seed=0, clock=netstorm_policy.time.monotonic):
+        super().__init__(layout, seed, clock)
+        # Every link direction, transit DCs' included: their routers forward the plan's bytes.
+        self.links = [link for a, b, *_ in layout.links for link in ((a, b), (b, a))]
+        self.rtts = {}                 # (a, b) -> seconds, from the probes
+        self.pairs = {}                # (a, b) -> payload bytes/s the probes see from DC a to DC b
+        self.size = layout.size        # the model's elements, as the workers report them
+        self.seen = {}                 # (a, b) -> [(time, payload bytes/s)] within the memory
+        self.solving = None            # the thread of a re-plan under way
+        self.solved = None             # (policy, speeds, change) it left
+
+    def speeds(self):
+        """Estimated payload bytes/s per link; a link not yet estimated
+        counts as the slowest that is, so a plan does not lean on it."""
+        known = [self.estimates[link] for link in self.links if link in self.estimates]
+        guess = min(known) if known else netstorm_policy.EQUAL_SPEED
+        return {link: self.estimates.get(link, guess) for link in self.links}
+
+    def delays(self):
+        return {link: self.rtts[link] / 2 for link in self.links if link in self.rtts}
+
+    def take_probes(self, probes):
+        """The probes' own numbers per DC pair, {"a->b": {"active": wire
+        bit/s of the packet trains, "rtt": seconds}}: rates as payload
+        bytes/s per link (`optimal.link_estimates`), RTTs as they are."""
+        now = self.clock()
+        memory = optimal.option(self.layout, "estimate_memory")
+        for key, probe in probes.items():
+            a, _, b = key.partition("->")
+            if probe.get("active"):
+                seen = self.seen.setdefault((a, b), [])
+                seen.append((now, probe["active"] * optimal.GOODPUT_SHARE / 8))
+                seen[:] = [(t, v) for t, v in seen if now - t <= memory]
+                self.pairs[(a, b)] = max(v for _, v in seen)
+            if probe.get("rtt") and (a, b) in self.links:
+                self.rtts[(a, b)] = probe["rtt"]
+        self.estimates = optimal.link_estimates(self.pairs, self.layout.routes, self.links)
+
+    def on_message(self, sender, header):
+        if header.get("type") != "ns_release":
+            raise ValueError(f"the optimal planner's coordinator got an unknown request "
+                             f"{header.get('type')!r} from {sender}")
+        self.size = header.get("size", self.size)
+        return super().on_message(sender, header)
+
+    def _plan(self, speeds):
+        self._adopt(self._solve(speeds), speeds)
+
+    def _solve(self, speeds):
+        layout = dataclasses.replace(self.layout, size=self.size)
+        policy = optimal.compute_policy(speeds, self.delays(), self.order, layout, self.policy)
+        # Pacing at a guess would hold a link to it: pace only a plan of estimates.
+        policy["pace"] = self._all_estimated()
+        return policy
+
+    def _adopt(self, policy, speeds):
+        self.policy = policy
+        self.planned_on = speeds
+        self.version += 1
+
+    def tick(self, now=None):
+        """Adopt a re-plan that is ready; start one when it is time and the
+        estimates moved.  [decision]."""
+        if self.solving is not None:
+            if self.solving.is_alive():
+                return []
+            self.solving = None
+            policy, speeds, change = self.solved
+            self._adopt(policy, speeds)
+            return [{"decision": "replan", "version": self.version, "change": change, **self.summary()}]
+        now = self.clock() if now is None else now
+        if self.policy is None or not optimal.option(self.layout, "replan"):
+            return []
+        if self.next_check is not None and now < self.next_check:
+            return []
+        self.next_check = now + optimal.option(self.layout, "check_period")
+        speeds = self.speeds()
+        change = self.change(speeds)
+        if change is None or change <= optimal.option(self.layout, "update_change"):
+            return []
+
+        def solve():
+            self.solved = (self._solve(speeds), speeds, change)
+        self.solving = threading.Thread(target=solve, name="replan", daemon=True)
+        self.solving.start()
+        return []
+
+    def change(self, speeds):
+        """Largest relative change of a link since the plan in force.  A
+        plan made while some links had no estimate stays until every link
+        has one (a plan on half the numbers can be far worse than one on
+        none), and is then redone in full."""
+        if self.policy is not None and not self.policy["pace"]:
+            return 1.0 if self._all_estimated() else None
+        old = self.planned_on
+        return max(abs(speeds[k] - old[k]) / old[k] for k in speeds) if old else None
+
+    def _all_estimated(self):
+        return all(link in self.estimates for link in self.links)
+
+    def sources(self):
+        return {f"{a}->{b}": "probe" if (a, b) in self.estimates else "none" for a, b in self.links}
+
+    def summary(self):
+        return {"roots": self.roots(), "rate": self.policy["rate"] * 8,
+                "latency": self.policy["latency"], "slices": len(self.policy["slices"]),
+                "trees": self.trees(), "loads": {k: v * 8 for k, v in self.policy["loads"].items()}}
+
+    def trees(self):
+        """Per root its share and the union of its slices' reduce and
+        broadcast connections, as [child, parent] and [parent, child]."""
+        out = {}
+        for s in self.policy["slices"]:
+            tree = out.setdefault(s["root"], {"root": s["root"], "share": 0.0,
+                                              "aggregation": [], "distribution": []})
+            tree["share"] += s["rate"] / self.policy["rate"]
+            tree["aggregation"] += [a for a in s["reduce"] if a not in tree["aggregation"]]
+            tree["distribution"] += [a for a in s["broadcast"] if a not in tree["distribution"]]
+        return [out[root] for root in sorted(out)]
+
+    def roots(self):
+        share = {}
+        for s in self.policy["slices"]:
+            share[s["root"]] = share.get(s["root"], 0.0) + s["rate"]
+        total = sum(share.values()) or 1.0
+        return {dc: round(r / total, 4) for dc, r in sorted(share.items())}

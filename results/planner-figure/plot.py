@@ -1,0 +1,195 @@
+"""planner-figure: every system's sync time per iteration divided by the
+lower bound of the WAN in force when it began (testbed/bounds/timeline.py),
+on NetStorm's 9-DC WAN (static and dynamic) and the ps-scaling WAN; where
+the planner's remaining gap goes; and time to accuracy of NetStorm and the
+planner training the MLP.
+
+For the planner's runs the gap is split in two, from its last plan: the
+plan's own time on the links as they really were (its rate, evaluated on
+the true capacities, plus its pipeline latency) over t_lb is what planning
+lost (estimation error, two trees per root, the routers' single paths);
+the measured time over the plan's is what carrying it out lost (pacing,
+segment pipelining, the protocol)."""
+
+import glob
+import json
+import os
+import statistics
+
+from agents.events import read_events
+from testbed import report
+from testbed import spec as specmod
+from testbed.bounds import wan_of
+from testbed.bounds.timeline import bounds_per_iteration, wan_states
+from testbed.runfolder import RunFolder
+from testbed.runner import router_paths
+from testbed.stats import write_table
+
+SYSTEMS = ("star", "mlnet", "tsengine", "netstorm", "optimal")
+NAMES = {"star": "PS star", "mlnet": "MLNET", "tsengine": "TSEngine", "netstorm": "NetStorm",
+         "optimal": "planner"}
+NETWORKS = {"static-1mb": "9-DC static, 1 MB", "static-10mb": "9-DC static, 10 MB",
+            "dynamic-2mb": "9-DC dynamic, 2.5 MB", "ps-10mb": "ps-scaling, 10 MB"}
+LEVELS = (0.90, 0.95)
+COLUMNS = ("network", "system", "status", "iterations", "model_mb", "sync_s", "t_lb_s",
+           "sync_over_t_lb", "settled_over_t_lb", "planned_s", "planned_true_s",
+           "plan_over_t_lb", "sync_over_plan", "final_accuracy",
+           *(f"tta_{round(level * 100)}_s" for level in LEVELS))
+
+
+def split_label(name):
+    network, _, system = name.rpartition("-")
+    return network, system
+
+
+def agent_events(run, role_suffix):
+    return [e for f in sorted(glob.glob(os.path.join(run, "agents", f"*{role_suffix}.jsonl")))
+            for e in read_events(f)]
+
+
+def per_iteration(run, model_bytes):
+    """[(it, sync, t_lb)] of a run, the bound of the WAN when each sync began."""
+    spec = json.load(open(os.path.join(run, "spec.json")))
+    links = os.path.join(run, "links.jsonl")
+    changes = read_events(links) if os.path.exists(links) else []
+    iters = [e for e in agent_events(run, "-w0") if e["ev"] == "iter"]
+    return bounds_per_iteration(spec, changes, iters, model_bytes), spec, changes
+
+
+def plan_times(run, spec_doc, changes, model_bytes):
+    """(planned, planned on the true links) seconds of the planner's last
+    plan: its rate and latency as planned from estimates, and the same
+    connections' loads on the capacities in force when it was released."""
+    decisions = [e for e in read_events(os.path.join(run, "agents", coordinator(run)))
+                 if e["ev"] == "decision" and "loads" in e]
+    if not decisions:
+        return None, None
+    last = decisions[-1]
+    rate, latency = last["rate"] / 8, last["latency"]
+    paths = router_paths(specmod.load(os.path.join(run, "topo.yaml")))
+    share = {}
+    for key, bits in last["loads"].items():
+        path = paths[key]
+        for link in zip(path, path[1:]):
+            share[link] = share.get(link, 0.0) + bits / 8 / rate
+    state = [s for t, s in wan_states(spec_doc, changes) if t <= last["wall"]][-1]
+    capacity = {link: c for link, (c, _) in wan_of(state).links.items()}
+    true_time = max(model_bytes * s / capacity[link] for link, s in share.items())
+    return model_bytes / rate + latency, true_time + latency
+
+
+def coordinator(run):
+    return next(os.path.basename(f) for f in glob.glob(os.path.join(run, "agents", "*-c.jsonl")))
+
+
+def accuracy_curve(run):
+    events, _, _ = report.load(RunFolder(run))
+    t0 = report.run_start(events) or 0.0
+    evals = sorted((e for evs in events.values() for e in evs if e["ev"] == "eval"),
+                   key=lambda e: e["t"])
+    return [(e["t"] - t0, e["accuracy"]) for e in evals]
+
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def summarize(rows):
+    table, series, curves = [], {}, {}
+    for r in rows:
+        network, system = split_label(r["variant"]["name"])
+        row = {"network": network, "system": system, "status": r.get("status"),
+               "iterations": r.get("iterations"), "final_accuracy": r.get("final_accuracy")}
+        run = r.get("run")
+        if run and "mlp" in network:
+            points = accuracy_curve(run)
+            curves[(network, system)] = points
+            for level in LEVELS:
+                row[f"tta_{round(level * 100)}_s"] = next((t for t, a in points if a >= level), None)
+        elif run and r.get("model_bytes"):
+            model = r["model_bytes"]
+            its, spec_doc, changes = per_iteration(run, model)
+            steady = [(it, s, b) for it, s, b in its if it > 0 and b]
+            ratios = [s / b for _, s, b in steady]
+            series[(network, system)] = steady
+            half = ratios[len(ratios) // 2:]
+            row.update({"model_mb": model / 1e6, "sync_s": median(s for _, s, _ in steady),
+                        "t_lb_s": median(b for _, _, b in steady),
+                        "sync_over_t_lb": median(ratios), "settled_over_t_lb": median(half)})
+            if system == "optimal" and not network.startswith("dynamic"):
+                planned, true = plan_times(run, spec_doc, changes, model)
+                row.update({"planned_s": planned, "planned_true_s": true})
+                if true and row["t_lb_s"]:
+                    row["plan_over_t_lb"] = true / row["t_lb_s"]
+                    row["sync_over_plan"] = row["sync_s"] / true
+        table.append(row)
+    return table, series, curves
+
+
+def draw(rows, out_dir, recipe):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    table, series, curves = summarize(rows)
+    csv_path = os.path.join(out_dir, "table.csv")
+    write_table(table, csv_path, COLUMNS)
+    fig, ((bars, dynamic), (gap, acc)) = plt.subplots(2, 2, figsize=(13, 8.5))
+    width = 0.16
+    nets = [n for n in NETWORKS if any(t["network"] == n for t in table)]
+    for i, system in enumerate(SYSTEMS):
+        xs, ys = [], []
+        for x, network in enumerate(nets):
+            row = next((t for t in table if (t["network"], t["system"]) == (network, system)), None)
+            if row and row.get("sync_over_t_lb"):
+                xs.append(x + (i - 2) * width)
+                ys.append(row["sync_over_t_lb"])
+        bars.bar(xs, ys, width, color=f"C{i}", label=NAMES[system])
+        for x, y in zip(xs, ys):
+            bars.annotate(f"{y:.1f}", (x, y), textcoords="offset points", xytext=(0, 2), ha="center",
+                          fontsize=6)
+    bars.axhline(1.2, color="k", linestyle="--", linewidth=0.8)
+    bars.set_xticks(range(len(nets)))
+    bars.set_xticklabels([NETWORKS[n] for n in nets], fontsize=8)
+    bars.set(yscale="log", ylabel="sync time / t_lb (median over iterations)",
+             title="sync time per iteration over the lower bound (dashes: 1.2)")
+    bars.legend(fontsize=7)
+    for i, system in enumerate(SYSTEMS):
+        points = series.get(("dynamic-2mb", system))
+        if points:
+            dynamic.plot([it for it, _, _ in points], [s / b for _, s, b in points], marker="o",
+                         color=f"C{i}", label=NAMES[system])
+    dynamic.set(xlabel="iteration", ylabel="sync time / t_lb then",
+                title="dynamic 9-DC WAN: each iteration against the bound of its links")
+    dynamic.grid(alpha=0.3)
+    if dynamic.lines:
+        dynamic.legend(fontsize=8)
+    # On a changing WAN one plan's time on the links of one moment says little.
+    mine = [t for t in table if t["system"] == "optimal" and t.get("planned_true_s")
+            and not t["network"].startswith("dynamic")]
+    for x, t in enumerate(mine):
+        gap.bar(x - 0.25, t["t_lb_s"], 0.25, color="0.6", label="t_lb" if x == 0 else None)
+        gap.bar(x, t["planned_true_s"], 0.25, color="C2", label="plan on the true links" if x == 0 else None)
+        gap.bar(x + 0.25, t["sync_s"], 0.25, color="C4", label="measured" if x == 0 else None)
+    gap.set_xticks(range(len(mine)))
+    gap.set_xticklabels([NETWORKS.get(t["network"], t["network"]) for t in mine], fontsize=8)
+    gap.set(ylabel="seconds per synchronization", title="where the planner's gap goes")
+    if mine:
+        gap.legend(fontsize=8)
+    styles = {"static-mlp": "-", "dynamic-mlp": "--"}
+    for (network, system), points in sorted(curves.items()):
+        acc.plot([t for t, _ in points], [a for _, a in points], styles.get(network, ":"),
+                 color=f"C{SYSTEMS.index(system)}", label=f"{NAMES[system]}, {network.split('-')[0]}")
+    acc.set(xlabel="wall time (s)", ylabel="test accuracy", ylim=(0.5, 1.0),
+            title="MLP on digits over the 9-DC WAN")
+    acc.grid(alpha=0.3)
+    if acc.lines:
+        acc.legend(fontsize=8, loc="lower right")
+    fig.suptitle("Our planner against the seed systems, SSGD, one server and one worker per DC",
+                 fontsize=10)
+    fig.tight_layout()
+    path = os.path.join(out_dir, "figure.png")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return [path, csv_path]

@@ -1,0 +1,61 @@
+"""The planner (`overlay: optimal`) on the real emulated WAN: it plans from
+the probes' estimates, paces every connection at its planned load once
+every link is estimated, and trains like the star (exact sums)."""
+
+import os
+
+import pytest
+
+from agents.events import read_events
+from agents.overlay import optimal
+from testbed import spec as S
+from testbed.bounds import wan_of
+from testbed.runner import overlay_layout
+from tests.mininet.helpers import ROOT, run_topology
+
+pytestmark = pytest.mark.mininet
+QUICKSTART = os.path.join(ROOT, "topologies", "quickstart.yaml")
+
+
+def events(run, agent):
+    return read_events(os.path.join(run, "agents", f"{agent}.jsonl"))
+
+
+def test_the_planner_plans_from_estimates_paces_its_connections_and_trains_like_the_star(tmp_path):
+    text = open(QUICKSTART).read()
+    # Most rate, not traded for depth: the rate planned is then the estimates' to answer for.
+    text = text.replace("overlay: ps", "overlay: optimal\n  overlay_options: {min_segment: 500, trade_rate: 0}")
+    text = text.replace("stop: {accuracy: 0.9, iterations: 400, time: 3min}",
+                        "stop: {iterations: 120, time: 2min}")
+    for dc in ("frankfurt", "tokyo"):
+        text = text.replace(f"{{name: {dc}, workers: 2}}", f"{{name: {dc}, workers: 2, servers: 1}}")
+    run, summary = run_topology(tmp_path, "optimal", text)
+    assert summary["iterations"] == 120 and summary["final_accuracy"] >= 0.9
+    decisions = [e for e in events(run, "virginia-c") if e["ev"] == "decision"]
+    releases = [d for d in decisions if d["decision"] == "release"]
+    assert releases[0]["it"] == 0 and set(releases[0]["sources"].values()) == {"none"}
+    # Once every link had a probe estimate the plan was redone, and that plan is paced.
+    paced = [d for d in releases if set(d["sources"].values()) == {"probe"}]
+    assert paced, [d["sources"] for d in releases]
+    last = releases[-1]
+    for dc in ("virginia", "frankfurt", "tokyo"):
+        pace = [e["rates"] for e in events(run, f"{dc}-s0") if e["ev"] == "pace"]
+        assert all(r == 0 for r in pace[0].values())           # the first plan is a guess
+        planned = {f"{v}-s0": bits for key, bits in last["loads"].items()
+                   for u, v in [key.split(">")] if u == dc}
+        assert pace[-1] == {peer: pytest.approx(planned.get(peer, 0.0)) for peer in pace[-1]}
+        assert any(r > 0 for r in pace[-1].values())
+    # The estimates were right: the plan's rate is within 10% of the same planner's on the
+    # configured links.
+    spec = S.load(str(tmp_path / "optimal.yaml"))
+    layout = overlay_layout(spec, [], [])
+    wan = wan_of(spec)
+    order = ["virginia", "frankfurt", "tokyo"]
+    truth = optimal.compute_policy({k: r for k, (r, _) in wan.links.items()},
+                                   {k: d for k, (_, d) in wan.links.items()}, order,
+                                   layout.__class__(**{**layout.to_dict(), "workers": [[
+                                       f"{dc}-w0", dc] for dc in order]}))
+    assert last["rate"] == pytest.approx(truth["rate"] * 8, rel=0.1)
+    digests = {e["model"] for dc in order for w in (0, 1)
+               for e in events(run, f"{dc}-w{w}") if e["ev"] == "done"}
+    assert len(digests) == 1

@@ -1,0 +1,35 @@
+"""Each synchronization is held against the bound of the WAN in force when
+it began, not the WAN as first configured."""
+
+import pytest
+
+from testbed.bounds.timeline import bounds_per_iteration, wan_states
+
+M = 1_000_000
+
+
+def two_dcs(rate=8e6 * 1514 / 1448):
+    """Two DCs with a worker each; 1 MB/s of payload each way, no delay."""
+    direction = {"rate": rate, "delay": 0.0, "jitter": 0.0, "up": True}
+    return {"datacenters": [{"name": "a", "workers": 1, "servers": 1}, {"name": "b", "workers": 1}],
+            "wan": [{"a": "a", "b": "b", "ab": dict(direction), "ba": dict(direction)}]}
+
+
+def test_each_iteration_meets_the_bound_of_the_links_when_it_began():
+    spec = two_dcs()
+    # At wall 100 a->b drops to a quarter.
+    changes = [{"wall": 100.0, "src": "a", "dst": "b", "rate": 2e6 * 1514 / 1448}]
+    iters = [{"it": 0, "wall": 50.0, "sync": 2.0}, {"it": 0, "wall": 51.0, "sync": 3.0},
+             {"it": 1, "wall": 104.0, "sync": 5.0},       # began at 99: still the old rate
+             {"it": 2, "wall": 110.0, "sync": 6.0}]       # began at 104: the new one
+    out = bounds_per_iteration(spec, changes, iters, M)
+    # Two DCs: each sends its model to the other, 1 s at 1 MB/s, 4 s at 0.25 MB/s.
+    assert [(it, s) for it, s, _ in out] == [(0, 3.0), (1, 5.0), (2, 6.0)]
+    assert [b for _, _, b in out] == [pytest.approx(1.0), pytest.approx(1.0), pytest.approx(4.0)]
+
+
+def test_the_states_start_as_configured_and_leave_the_spec_untouched():
+    spec = two_dcs()
+    states = wan_states(spec, [{"wall": 5.0, "src": "b", "dst": "a", "up": False}])
+    assert [t for t, _ in states] == [float("-inf"), 5.0]
+    assert states[1][1]["wan"][0]["ba"]["up"] is False and spec["wan"][0]["ba"]["up"] is True
