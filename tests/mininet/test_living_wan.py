@@ -40,8 +40,8 @@ def jsonl(path):
 def test_the_probe_follows_a_step_from_20_to_5_mbit(tmp_path):
     period = 2.5
     # The quickstart runs its probes every 2.5 s.
-    path = topo(tmp_path, "stop: {iterations: 100000, time: 55s}", "",
-                "  - {at: 30s, link: [virginia, tokyo], bw: 5mbit}\n")
+    path = topo(tmp_path, "stop: {iterations: 100000, time: 40s}", "",
+                "  - {at: 20s, link: [virginia, tokyo], bw: 5mbit}\n")
     runs = tmp_path / "runs"
     r = subprocess.run(cli_argv("run", path, "--runs", str(runs)), capture_output=True, text=True,
                        timeout=300)

@@ -12,7 +12,7 @@ from tests.mininet.helpers import ROOT, run_topology
 
 pytestmark = pytest.mark.mininet
 QUICKSTART = os.path.join(ROOT, "topologies", "quickstart.yaml")
-ITERATIONS = 60
+ITERATIONS = 30
 
 
 def train(tmp_path, overlay, servers_everywhere=False, options=None):

@@ -26,11 +26,11 @@ def test_the_planner_plans_from_estimates_paces_its_connections_and_trains_like_
     # Most rate, not traded for depth: the rate planned is then the estimates' to answer for.
     text = text.replace("overlay: ps", "overlay: optimal\n  overlay_options: {min_segment: 500, trade_rate: 0}")
     text = text.replace("stop: {accuracy: 0.9, iterations: 400, time: 3min}",
-                        "stop: {iterations: 120, time: 2min}")
+                        "stop: {iterations: 100, time: 2min}")
     for dc in ("frankfurt", "tokyo"):
         text = text.replace(f"{{name: {dc}, workers: 2}}", f"{{name: {dc}, workers: 2, servers: 1}}")
     run, summary = run_topology(tmp_path, "optimal", text)
-    assert summary["iterations"] == 120 and summary["final_accuracy"] >= 0.9
+    assert summary["iterations"] == 100 and summary["final_accuracy"] >= 0.9
     decisions = [e for e in events(run, "virginia-c") if e["ev"] == "decision"]
     releases = [d for d in decisions if d["decision"] == "release"]
     assert releases[0]["it"] == 0 and set(releases[0]["sources"].values()) == {"none"}
