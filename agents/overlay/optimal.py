@@ -71,8 +71,8 @@ OPTIONS = {"keep": 2, "trade_rate": 1, "pipeline": 4, "min_segment": 4096, "pace
            "pace_share": 1.0, "check_period": 2.0, "update_change": 0.25, "estimate_memory": 8.0,
            "replan": 1}
 RANGES = {"keep": (1, 64), "trade_rate": (0, 1), "pipeline": (1, 1024), "min_segment": (1, 10**9),
-          "pace": (0, 1), "pace_share": (0.1, 10.0), "check_period": (0.1, 3600.0), "update_change": (0.0, 10.0),
-          "estimate_memory": (0.0, 3600.0), "replan": (0, 1)}
+          "pace": (0, 1), "pace_share": (0.1, 10.0), "check_period": (0.1, 3600.0),
+          "update_change": (0.0, 10.0), "estimate_memory": (0.0, 3600.0), "replan": (0, 1)}
 
 servers_by_dc = ns.servers_by_dc
 overlay_dcs = ns.overlay_dcs

@@ -24,7 +24,8 @@ def events(run, agent):
 def test_the_planner_plans_from_estimates_paces_its_connections_and_trains_like_the_star(tmp_path):
     text = open(QUICKSTART).read()
     # Most rate, not traded for depth: the rate planned is then the estimates' to answer for.
-    text = text.replace("overlay: ps", "overlay: optimal\n  overlay_options: {min_segment: 500, trade_rate: 0}")
+    text = text.replace("overlay: ps",
+                        "overlay: optimal\n  overlay_options: {min_segment: 500, trade_rate: 0}")
     text = text.replace("stop: {accuracy: 0.9, iterations: 400, time: 3min}",
                         "stop: {iterations: 100, time: 2min}")
     for dc in ("frankfurt", "tokyo"):

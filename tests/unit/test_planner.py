@@ -207,7 +207,8 @@ def test_on_random_wans_every_slice_spans_every_dc_and_no_link_is_planned_past_i
     g.add_weighted_edges_from([(a, b, d) for a, b, _, _, d, _ in links])
     routes = {f"{a}>{b}": nx.shortest_path(g, a, b, weight="weight") for a in dcs for b in dcs if a != b}
     layout = Layout(size=99_991, workers=[[f"{d}-w0", d] for d in dcs], servers=[[f"{d}-s0", d] for d in dcs],
-                    server_dc=dcs[0], dcs=dcs, links=links, routes=routes, options={"keep": 2, "trade_rate": 0})
+                    server_dc=dcs[0], dcs=dcs, links=links, routes=routes,
+                    options={"keep": 2, "trade_rate": 0})
     speeds = speeds_of(layout)
     policy = optimal.compute_policy(speeds, delays_of(layout), dcs, layout)
     for s in policy["slices"]:
