@@ -36,24 +36,24 @@ class DataPlane:
         self.segments_of = segments_of
         self.side = dict(side or {})
         self.transfers = {}
+        # What the node may ask of the transport, looked up once (send is the hot path):
+        # rates per connection by plan, the next hop by backlog, a share of a
+        # connection per tree.
+        self.take_rates = getattr(node, "take_rates", None)
+        self.route = getattr(node, "route", None)
+        self.flow_of = getattr(node, "flow_of", None)
 
     def send(self, messages):
-        # An overlay that paces its connections by plan sets their rates first.
-        take_rates = getattr(self.node, "take_rates", None)
-        if take_rates is not None:
-            rates = take_rates()
+        if self.take_rates is not None:         # rates first, then what they pace
+            rates = self.take_rates()
             for peer, bits_per_s in rates.items():
                 self.ep.set_rate(peer, bits_per_s or None)
             if rates:
                 self.log("pace", rates=rates)
-        # An overlay that routes by backlog picks each message's next hop.
-        route = getattr(self.node, "route", None)
-        # One that runs several trees at once shares each connection among them.
-        flow_of = getattr(self.node, "flow_of", None)
         for dst, header, payload in messages:
-            if route is not None:
-                dst, header = route(dst, header, self.ep.queue_length)
-            flow, weight = flow_of(header) if flow_of is not None else (None, 1.0)
+            if self.route is not None:
+                dst, header = self.route(dst, header, self.ep.queue_length)
+            flow, weight = self.flow_of(header) if self.flow_of is not None else (None, 1.0)
             self.ep.send(dst, header, payload, flow=flow, weight=weight)
 
     def iteration(self, it, contribution=None, stop=False):

@@ -79,18 +79,22 @@ class Policy:
         now = self.clock() if now is None else now
         if self.policy is None or not self.scheme.option(self.layout, "replan"):
             return []
-        if self.next_check is None:
-            self.next_check = now
-        if now < self.next_check:
+        if self.next_check is not None and now < self.next_check:
             return []
         self.next_check = now + self.scheme.option(self.layout, "check_period")
         speeds = self.speeds()
         change = self.change(speeds)
         if change is None or change <= self.scheme.option(self.layout, "update_change"):
             return []
+        return self._replan(speeds, change)
+
+    def _replan(self, speeds, change):
+        """Plan for these speeds now; [decision]."""
         self._plan(speeds)
-        return [{"decision": "replan", "version": self.version, "change": change,
-                 **self.summary()}]
+        return [self._replanned(change)]
+
+    def _replanned(self, change):
+        return {"decision": "replan", "version": self.version, "change": change, **self.summary()}
 
     # ----------------------------------------------------------- internals
 

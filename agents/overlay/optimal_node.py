@@ -8,6 +8,7 @@ from agents.overlay import netstorm_node, optimal
 
 class Node(netstorm_node.Node):
     scheme = optimal
+    route = None                  # no detours: every connection is held to its planned path
 
     def __init__(self, name, layout, segment, fold, coordinator):
         super().__init__(name, layout, segment, fold, coordinator)
@@ -16,9 +17,6 @@ class Node(netstorm_node.Node):
 
     def segment(self, policy):
         return optimal.segment_of(policy, self.layout)
-
-    def route(self, dst, header, queue_length):
-        return dst, header
 
     def _mark(self, messages):
         return messages

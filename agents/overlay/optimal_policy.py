@@ -89,26 +89,18 @@ class Policy(netstorm_policy.Policy):
         self.version += 1
 
     def tick(self, now=None):
-        """Adopt a re-plan that is ready; start one when it is time and the
-        estimates moved.  [decision]."""
+        """Adopt a re-plan that is ready, else check as NetStorm does.  [decision]."""
         if self.solving is not None:
             if self.solving.is_alive():
                 return []
             self.solving = None
             policy, speeds, change = self.solved
             self._adopt(policy, speeds)
-            return [{"decision": "replan", "version": self.version, "change": change, **self.summary()}]
-        now = self.clock() if now is None else now
-        if self.policy is None or not optimal.option(self.layout, "replan"):
-            return []
-        if self.next_check is not None and now < self.next_check:
-            return []
-        self.next_check = now + optimal.option(self.layout, "check_period")
-        speeds = self.speeds()
-        change = self.change(speeds)
-        if change is None or change <= optimal.option(self.layout, "update_change"):
-            return []
+            return [self._replanned(change)]
+        return super().tick(now)
 
+    def _replan(self, speeds, change):
+        """Solve in a thread; `tick` adopts the plan once it is ready."""
         def solve():
             self.solved = (self._solve(speeds), speeds, change)
         self.solving = threading.Thread(target=solve, name="replan", daemon=True)
