@@ -6,10 +6,11 @@ For each, on two data centers joined by one WAN link of 10 ms each way
 (a) CPU per forwarded frame: the delay line's own CPU time (its stats'
     cpu_s, user + system) over the frames it forwarded in both directions,
     while iperf3 fills the link shaped at 20 and at 50 Mbit/s (the median
-    of three loads).  The system
-    time includes the receiving side's kernel work that runs in the sender's
-    context when a frame is handed to a veth, so it is the cost of the whole
-    hop, not of the delay line's own code alone.  Because that work can be
+    of three loads, the networks of every row built in turn, so that the
+    machine's drift falls on all of them alike).  The system time includes
+    the receiving side's kernel work that runs in the sender's context when
+    a frame is handed to a veth, so it is the cost of the whole hop, not of
+    the delay line's own code alone.  Because that work can be
     moved rather than saved, the whole machine's busy CPU time (/proc/stat)
     per frame crossing the WAN link is measured too, and once more on the
     same network without a delay line (routers joined directly, HTB and the
@@ -27,6 +28,16 @@ For each, on two data centers joined by one WAN link of 10 ms each way
     the rate held is shown as a lower bound (>=).
 (c) The RTT error under full load: ping RTT minus 2 x 10 ms during the UDP
     load at 100 Mbit/s.
+(d) Where the compiled line's cost goes.  The "kernel hop" row is the
+    same middle namespace with the kernel passing each frame across (tc
+    mirred), no delay and no process: the price of the hop itself.  Then
+    the compiled line's release clock is priced: the same UDP load on a
+    20 Mbit/s link with the clock's grid at 1 ms and at 2 ms; the machine's busy time falls
+    with the wake-ups, and the slope is what one wake-up costs (on a virtual
+    machine a wake-up from idle goes through the hypervisor's timer and
+    halt exits, tens of microseconds).  That is the clock's share of the
+    cost per frame; the rest is the frames' own (two copies, one more veth
+    hop).
 
 Prints one table (rows: implementations; the network without a delay line
 is the "no line" column) and the ratio python / compiled of the CPU per
@@ -44,7 +55,8 @@ import subprocess
 import time
 
 from testbed import spec as specmod
-from testbed.emulation import measure, network, shaping
+from testbed.emulation import measure, network
+from testbed.emulation.delay import CompiledRelayDelay, NoDelay
 
 DELAY = 0.010
 CPU_RATES = (20e6, 50e6)
@@ -57,6 +69,8 @@ MIN_FORWARDED = 0.99
 MIN_SENT = 0.97                              # below: iperf3 itself cannot send that fast
 IMPLEMENTATIONS = (("python", "relay"), ("compiled", "crelay"))
 BASELINE = "none"
+HOP = "kernel hop"
+TICKS = (0.001, 0.002)                        # the compiled line's clock, and a coarser one
 IDLE_FIELDS = (3, 4)                          # idle iowait in /proc/stat
 PF_KTHREAD = 0x00200000
 REPEATS = 3
@@ -71,8 +85,11 @@ wan: [{{between: [east, west], bw: 50mbit, delay: {DELAY * 1000:g}ms}}]
 
 
 def counters(net):
+    """The delay line's (CPU seconds, frames forwarded, wake-ups; the
+    Python line counts none)."""
     stats = net.backend.stats()[0]
-    return stats["cpu_s"], sum(d["frames"] for d in stats["dirs"].values())
+    return (stats["cpu_s"], sum(d["frames"] for d in stats["dirs"].values()),
+            stats.get("wakeups", 0))
 
 
 def machine_busy():
@@ -139,56 +156,102 @@ def wan_frames(net):
 
 def cpu_per_frame(net, rate, seconds):
     """(seconds of delay-line CPU per frame it forwarded, or None without one;
-    seconds of the machine's busy CPU per frame crossing the link) while TCP
-    fills the link; each the median of REPEATS loads, as other work on the
-    machine comes and goes."""
+    seconds of the machine's busy CPU per frame crossing the link; the delay
+    line's wake-ups per frame, or None) over one TCP load filling the link."""
     net.change_link("east", "west", rate=rate)
-    relay = net.backend.uses_relays
+    relay = bool(net.backend.stats())
     namespaces = run_namespaces(net)
-    own, machine = [], []
+    cpu0, frames0, wake0 = counters(net) if relay else (0, 0, 0)
+    busy0, others0, wan0 = machine_busy(), others_cpu(namespaces), wan_frames(net)
+    measure.iperf3(net, "east-w0", "west-w0", seconds=seconds)
+    busy1, others1, wan1 = machine_busy(), others_cpu(namespaces), wan_frames(net)
+    cpu1, frames1, wake1 = counters(net) if relay else (0, 0, 0)
+    machine = (busy1 - busy0 - others_used(others0, others1)) / (wan1 - wan0)
+    if not relay:
+        return None, machine, None
+    return (cpu1 - cpu0) / (frames1 - frames0), machine, (wake1 - wake0) / (frames1 - frames0)
+
+
+def cpu_rounds(backends, seconds):
+    """{backend: {"cpu", "machine", "wakeups": [median per CPU rate]}}: each
+    backend's network built in turn, REPEATS rounds, one load per rate in
+    each, so that the machine's drift (other work comes and goes) falls on
+    every backend alike rather than on whichever ran last."""
+    samples = {backend: [] for backend in backends}
     for _ in range(REPEATS):
-        cpu0, frames0 = counters(net) if relay else (0, 0)
-        busy0, others0, wan0 = machine_busy(), others_cpu(namespaces), wan_frames(net)
-        measure.iperf3(net, "east-w0", "west-w0", seconds=seconds)
-        busy1, others1, wan1 = machine_busy(), others_cpu(namespaces), wan_frames(net)
-        cpu1, frames1 = counters(net) if relay else (0, 0)
-        if relay:
-            own.append((cpu1 - cpu0) / (frames1 - frames0))
-        machine.append((busy1 - busy0 - others_used(others0, others1)) / (wan1 - wan0))
-    return (statistics.median(own) if relay else None), statistics.median(machine)
+        for backend in backends:
+            with build(backend) as net:
+                measure.ping_rtt(net, "east-w0", "west-w0", count=2)
+                samples[backend].append([cpu_per_frame(net, rate, seconds) for rate in CPU_RATES])
+    rows = {}
+    for backend, runs in samples.items():
+        rows[backend] = {key: [None if runs[0][i][k] is None else
+                               statistics.median(run[i][k] for run in runs)
+                               for i in range(len(CPU_RATES))]
+                         for k, key in enumerate(("cpu", "machine", "wakeups"))}
+    return rows
 
 
-class NoDelayLine:
-    """The network without a delay line: routers joined directly, each WAN
-    direction shaped by HTB over the byte FIFO the delay lines use, no delay."""
-    name = BASELINE
-    uses_relays = False
-
-    def leaf(self, dev, direction, verb="add"):
-        return shaping.fifo_leaf(dev, direction.queue, verb)
+class KernelHop(NoDelay):
+    """The delay lines' middle namespace with the kernel forwarding each
+    frame from one side to the other (tc mirred at ingress), no delay and
+    no process: what the extra hop itself costs, whatever delays it."""
+    name = "kernel hop"
+    uses_relays = True
 
     def start(self, net, plan, spec, state):
-        pass
+        for w in plan.wan:
+            for src, dst in ((w.relay_a, w.relay_b), (w.relay_b, w.relay_a)):
+                network.run_in(net[w.relay], ["tc", "qdisc", "add", "dev", src, "clsact"])
+                network.run_in(net[w.relay], [
+                    "tc", "filter", "add", "dev", src, "ingress", "u32", "match", "u32", "0", "0",
+                    "action", "mirred", "egress", "redirect", "dev", dst])
 
-    def set(self, wan_plan, key, direction):
-        pass
 
-    def stop(self):
-        pass
+def build(backend, tick=None):
+    """The benchmark's network with the delay line named (a tick only for
+    the compiled one), without one (BASELINE), or with the kernel hop."""
+    objects = {BASELINE: NoDelay, HOP: KernelHop}
+    if backend in objects:
+        return network.build(topology(), backend=objects[backend]())
+    if tick is not None:
+        return network.build(topology(), backend=CompiledRelayDelay(tick=tick))
+    return network.build(topology(), delay_backend=backend)
 
 
-def build(backend):
-    if backend != BASELINE:
-        return network.build(topology(), delay_backend=backend)
-    # network.build offers only backends that emulate the delay; this one
-    # leaves it out on purpose, so it is put in place for this one build.
-    saved = network.check_buildable, network.make_backend
-    network.check_buildable = lambda spec, delay_backend: BASELINE
-    network.make_backend = lambda name: NoDelayLine()
-    try:
-        return network.build(topology())
-    finally:
-        network.check_buildable, network.make_backend = saved
+def clock_price(rate, seconds):
+    """The compiled delay line's release clock, priced: the same UDP load
+    (UDP_SHARE of `rate`, so the same frames per second whatever the clock)
+    with the clock's grid at TICKS[0] and at TICKS[1], the two builds taken
+    in turn REPEATS times so that the machine's drift falls on both.  The
+    machine's busy time per second falls with the wake-ups per second; the
+    slope is what one wake-up costs the machine.  Returns {tick: (busy/s,
+    wake-ups/s, frames/s, delay-line CPU/s)}, medians, and the cost of one
+    wake-up in seconds."""
+    samples = {tick: [] for tick in TICKS}
+    for _ in range(REPEATS):
+        for tick in TICKS:
+            with build("crelay", tick=tick) as net:
+                measure.ping_rtt(net, "east-w0", "west-w0", count=2)
+                before, t0 = snapshot(net), time.monotonic()
+                udp_with_ping(net, rate, seconds)
+                after, elapsed = snapshot(net), time.monotonic() - t0
+            grown = [(x - y) / elapsed for x, y in zip(after[:4], before[:4])]
+            grown[0] -= others_used(before[4], after[4]) / elapsed
+            samples[tick].append(grown)
+    rows = {tick: tuple(statistics.median(s[k] for s in runs) for k in range(4))
+            for tick, runs in samples.items()}
+    (b0, w0, _, _), (b1, w1, _, _) = rows[TICKS[0]], rows[TICKS[1]]
+    return rows, (b0 - b1) / (w0 - w1)
+
+
+def snapshot(net):
+    """(machine busy s, wake-ups, frames forwarded, delay-line CPU s, the
+    CPU of processes outside the run), counted from arbitrary starts."""
+    stats = net.backend.stats()[0]
+    frames = sum(d["frames"] for d in stats["dirs"].values())
+    return (machine_busy(), stats["wakeups"], frames, stats["cpu_s"],
+            others_cpu(run_namespaces(net)))
 
 
 def udp_with_ping(net, rate, seconds):
@@ -224,15 +287,12 @@ def udp_with_ping(net, rate, seconds):
     return sent / (payload_rate * seconds / (PAYLOAD * 8)), forwarded_share, rtt
 
 
-def measure_one(backend, seconds):
-    row = {"backend": backend, "steps": []}
+def rate_steps(backend, seconds):
+    """(b) and (c) for one delay line: {"steps", "held", "full_load_error",
+    "sender_limited"}."""
+    row = {"steps": [], "held": 0.0}
     with build(backend) as net:
         measure.ping_rtt(net, "east-w0", "west-w0", count=2)
-        own, machine = zip(*[cpu_per_frame(net, rate, seconds) for rate in CPU_RATES])
-        row["cpu"], row["machine"] = list(own), list(machine)
-        if backend == BASELINE:
-            return row
-        row["held"] = 0.0
         for rate in STEP_RATES:
             sent, forwarded, rtt = udp_with_ping(net, rate, seconds)
             added = rtt - 2 * DELAY
@@ -247,7 +307,7 @@ def measure_one(backend, seconds):
                 row["held"] = rate
             elif rate >= FULL_LOAD_RATE:
                 break
-        row.setdefault("full_load_error", float("nan"))
+    row.setdefault("full_load_error", float("nan"))
     return row
 
 
@@ -257,25 +317,31 @@ def main():
     p.add_argument("--only", choices=[label for label, _ in IMPLEMENTATIONS],
                    help="measure one implementation (and the baseline) only")
     args = p.parse_args()
+    chosen = [(label, backend) for label, backend in IMPLEMENTATIONS
+              if not args.only or label == args.only]
+    cpu = cpu_rounds([backend for _, backend in chosen] + [HOP, BASELINE], args.seconds)
     rows = {}
-    for label, backend in IMPLEMENTATIONS:
-        if args.only and label != args.only:
-            continue
-        rows[label] = measure_one(backend, args.seconds)
+    for label, backend in chosen:
+        rows[label] = dict(cpu[backend], **rate_steps(backend, args.seconds))
         for rate, sent, forwarded, added in rows[label]["steps"]:
             print(f"{label:9} {rate / 1e6:5.0f} Mbit/s link, UDP at {UDP_SHARE:.0%}: sent "
                   f"{sent:.1%} of it, forwarded {forwarded:.1%} of that, added delay "
                   f"{added * 1e3:+.2f} ms", flush=True)
-    base = measure_one(BASELINE, args.seconds)["machine"]
+    base, hop = cpu[BASELINE]["machine"], cpu[HOP]["machine"]
+    clock = clock_price(CPU_RATES[0], args.seconds) if "compiled" in rows else None
     print()
-    print(table(rows, base))
+    print(table(rows, base, hop))
+    if clock:
+        print()
+        print(clock_table(*clock, added=rows["compiled"]["machine"][0] - base[0],
+                          wakeups_per_frame=rows["compiled"]["wakeups"][0]))
 
 
 def us(seconds):
     return f"{seconds * 1e6:5.1f}"
 
 
-def table(rows, base):
+def table(rows, base, hop):
     at = "/".join(f"{r / 1e6:.0f}" for r in CPU_RATES)
     lines = [f"CPU per frame in us, at {at} Mbit/s; machine = the whole machine's busy time "
              f"per frame crossing the link",
@@ -291,6 +357,9 @@ def table(rows, base):
             held = ">=" + held
         lines.append(f"{label:10}  {own:>11}  {machine:>11}  {baseline:>11}  {added:>11}  "
                      f"{held:>13}  {row['full_load_error'] * 1e3:+11.2f} ms")
+    lines.append(f"{HOP:10}  {'-':>11}  {'/'.join(us(c) for c in hop):>11}  "
+                 f"{'/'.join(us(c) for c in base):>11}  "
+                 f"{'/'.join(us(m - b) for m, b in zip(hop, base)):>11}  (no delay, no process)")
     if "python" in rows and "compiled" in rows:
         ratios = "  ".join(f"{p / c:.1f}x @{r / 1e6:.0f}M" for p, c, r in
                            zip(rows["python"]["cpu"], rows["compiled"]["cpu"], CPU_RATES))
@@ -298,6 +367,25 @@ def table(rows, base):
     lines.append("(CPU/frame = the delay line process's user + system time, which includes "
                  "the receiving side's kernel work that runs when a frame is handed to a veth; "
                  "the compiled line serves its share of the links from one process per core)")
+    return "\n".join(lines)
+
+
+def clock_table(rows, wakeup, added, wakeups_per_frame):
+    """What the compiled line's release clock costs per frame under the
+    table's TCP load at the first CPU rate (its wake-ups per frame there),
+    against what the line adds in all (`added`, from the table)."""
+    lines = [f"The compiled line's release clock, one link at {CPU_RATES[0] / 1e6:.0f} Mbit/s carrying "
+             f"UDP at {UDP_SHARE:.0%} of it:"]
+    for tick, (busy, wakeups, frames, cpu) in rows.items():
+        lines.append(f"  grid {tick * 1e3:.0f} ms: {wakeups:6.0f} wake-ups/s, {frames:6.0f} frames/s, "
+                     f"machine {busy:.1%} busy, delay line {cpu:.1%} of a core")
+    clock = wakeup * wakeups_per_frame
+    lines.append(f"  one wake-up costs the machine {us(wakeup).strip()} us; under TCP at "
+                 f"{CPU_RATES[0] / 1e6:.0f} Mbit/s ({wakeups_per_frame:.2f} wake-ups per frame) that is "
+                 f"{us(clock).strip()} us of the {us(added).strip()} us per frame the line adds, "
+                 f"leaving {us(added - clock).strip()} us per frame for the frames themselves")
+    lines.append(f"  (a release within {TICKS[0] * 500:.1f} ms of each deadline needs a wake-up per "
+                 f"{TICKS[0] * 1e3:.0f} ms while frames are held, whatever the implementation)")
     return "\n".join(lines)
 
 

@@ -18,7 +18,14 @@ with every WAN link direction carrying an iperf3 flow at once, it measures:
   carry almost the same frame rate, so what remains is the emulator's own
   error;
 * CPU: the whole machine's busy share (of all cores) and the delay lines'
-  own CPU (share of one core), in the saturated phase.
+  own CPU (share of one core), in the saturated phase, and the machine's
+  busy time per frame crossing a WAN link (both directions counted).
+
+`--delay-backend none` builds the same WANs with no delay line at all
+(routers joined directly, HTB only; RTTs are then compared with zero): the
+machine's own price for the network, which no delay line can go below.
+Its CPU per frame, taken off a delay line's at the same size, is what that
+delay line adds per frame when it serves that many links.
 
 Goal: every direction within 5% of its expected goodput and every RTT within
 2 ms of the configured one.  Expected goodput ignores the other
@@ -43,6 +50,7 @@ import time
 
 from testbed import spec as specmod
 from testbed.emulation import measure, network
+from testbed.emulation.delay import NoDelay
 from testbed.emulation.network import run_in
 from testbed.topogen import ring_with_chords
 
@@ -83,6 +91,18 @@ def directions(net):
                                                 ("ba", link.b, link.a, link.ba))):
             out.append((index, key, f"{src}-s0", f"{dst}-w0", d.rate, BASE_PORT + 2 * index + n))
     return out
+
+
+def wan_frames(net):
+    """Frames the routers have sent into WAN links so far, every direction."""
+    devices = {}
+    for link in net.spec.wan:
+        for src, dst in ((link.a, link.b), (link.b, link.a)):
+            node, dev, _, _ = net.egress(src, dst)
+            devices.setdefault(node, []).append(dev)
+    return sum(int(x) for node, devs in devices.items()
+               for x in run_in(node, ["cat"] + [f"/sys/class/net/{d}/statistics/tx_packets"
+                                                 for d in devs]).split())
 
 
 def delay_line_cpu(net):
@@ -140,16 +160,19 @@ def acked(net, flows):
 
 def saturated_phase(net, seconds, warmup=2.0):
     """[(link index, key, goodput/expected)], machine busy share, delay-line
-    CPU share of one core."""
+    CPU share of one core, machine busy seconds per WAN frame."""
     flows = directions(net)
-    procs = start_flows(net, flows, seconds + warmup)
+    # The flows outlast the last sweep of their counters by a margin.
+    procs = start_flows(net, flows, seconds + warmup + 3)
     try:
         time.sleep(warmup)
+        frames0 = wan_frames(net)
         meter, relay0, t0 = CpuMeter(), delay_line_cpu(net), time.monotonic()
         first = acked(net, flows)
         time.sleep(seconds - 1.0)
         last = acked(net, flows)
         busy, relay1, t1 = meter.busy(), delay_line_cpu(net), time.monotonic()
+        frames = wan_frames(net) - frames0
     finally:
         finish(procs)
     ratios = []
@@ -161,7 +184,8 @@ def saturated_phase(net, seconds, warmup=2.0):
         ratios.append((index, key, (bb - ba) * 8 / (tb - ta) / (rate * measure.GOODPUT_SHARE)
                        if ok else None))
     relay = None if relay0 is None else (relay1 - relay0) / (t1 - t0)
-    return ratios, busy, relay
+    per_frame = busy * os.cpu_count() * (t1 - t0) / frames if frames else None
+    return ratios, busy, relay, per_frame
 
 
 def paced_phase(net, seconds, share, warmup=1.5):
@@ -184,7 +208,8 @@ def paced_phase(net, seconds, share, warmup=1.5):
             out, _ = p.communicate(timeout=seconds + 30)
             rtts = sorted(float(m) / 1e3 for m in re.findall(r"time=([\d.]+) ms", out))
             median = rtts[len(rtts) // 2] if rtts else float("inf")
-            errors.append((index, median - (link.ab.delay + link.ba.delay)))
+            delayed = net.backend.name != "none"
+            errors.append((index, median - delayed * (link.ab.delay + link.ba.delay)))
         busy = meter.busy()
     finally:
         finish(procs)
@@ -221,18 +246,22 @@ def agent_start(n, args, root):
 def measure_size(n, args, root):
     spec = specmod.loads(ring_with_chords(n, args.bw, args.delay), source=f"<ring-{n}>")
     t0 = time.monotonic()
-    emulated = network.build(spec, delay_backend=args.delay_backend)
+    if args.delay_backend == "none":
+        emulated = network.build(spec, backend=NoDelay())
+    else:
+        emulated = network.build(spec, delay_backend=args.delay_backend)
     row = {"dcs": n, "links": len(spec.wan), "build_s": time.monotonic() - t0}
     with emulated as net:
         row["backend"] = net.backend.name
         warm_arp(net)
-        ratios, busy, relay = saturated_phase(net, args.seconds)
+        ratios, busy, relay, per_frame = saturated_phase(net, args.seconds)
         errors, paced_busy = paced_phase(net, args.seconds, args.paced)
         t_down = time.monotonic()
     row["teardown_s"] = time.monotonic() - t_down
     row.update(goodput=ratios, rtt_error=errors, cpu_busy=busy, cpu_busy_paced=paced_busy,
-               delay_line_cpu=relay)
-    row["agent_start_s"] = agent_start(n, args, root) if args.agents else None
+               delay_line_cpu=relay, cpu_per_frame=per_frame)
+    with_agents = args.agents and args.delay_backend != "none"
+    row["agent_start_s"] = agent_start(n, args, root) if with_agents else None
     measured = [r for _, _, r in ratios if r is not None]
     row["lost_flows"] = len(ratios) - len(measured)
     row["worst_goodput_error"] = max(abs(r - 1) for r in measured) if measured else None
@@ -257,15 +286,16 @@ def limit(row):
 
 def table(rows):
     head = (f"{'DCs':>4} {'links':>5} {'build s':>8} {'start s':>8} {'down s':>7} "
-            f"{'CPU busy':>9} {'delay line':>11} {'goodput/exp':>17} {'RTT err ms':>11} "
+            f"{'CPU busy':>9} {'us/frame':>9} {'delay line':>11} {'goodput/exp':>17} {'RTT err ms':>11} "
             f"{'lost':>5} {'goal':>5} {'limit':>10}")
     lines = [head, "-" * len(head)]
     for r in rows:
         g = [x for _, _, x in r["goodput"] if x is not None] or [float("nan")]
         start = "-" if r["agent_start_s"] is None else f"{r['agent_start_s']:.1f}"
         relay = "-" if r["delay_line_cpu"] is None else f"{r['delay_line_cpu'] * 100:.0f}%"
+        frame = "-" if r["cpu_per_frame"] is None else f"{r['cpu_per_frame'] * 1e6:.1f}"
         lines.append(f"{r['dcs']:>4} {r['links']:>5} {r['build_s']:>8.1f} {start:>8} "
-                     f"{r['teardown_s']:>7.1f} {r['cpu_busy'] * 100:>8.0f}% {relay:>11} "
+                     f"{r['teardown_s']:>7.1f} {r['cpu_busy'] * 100:>8.0f}% {frame:>9} {relay:>11} "
                      f"{min(g):>8.3f}-{max(g):<8.3f} {r['worst_rtt_error'] * 1e3:>11.2f} "
                      f"{r['lost_flows']:>5} {'yes' if r['meets_goal'] else 'no':>5} {r['limit']:>10}")
     return "\n".join(lines)

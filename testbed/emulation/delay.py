@@ -173,8 +173,12 @@ class CompiledRelayDelay(RelayDelay):
     description = ("compiled userspace delay line (testbed-delayline, one process per core, "
                    "each serving a share of the WAN links)")
 
+    def __init__(self, tick=None):
+        super().__init__()
+        self.tick = tick     # its release clock's grid in seconds; None: its default (1 ms)
+
     def command(self):
-        return [delayline_binary()]
+        return [delayline_binary()] + ([] if self.tick is None else ["--tick", repr(self.tick)])
 
     def start(self, net, plan, spec, state):
         # One process per core: a single one saturates its core long before
@@ -209,6 +213,31 @@ class CompiledRelayDelay(RelayDelay):
         procs = {id(p): p for p in self.procs.values()}
         self.procs = dict(enumerate(procs.values()))
         super().stop()
+
+
+class NoDelay:
+    """Routers joined directly, each WAN direction shaped by HTB over the
+    byte FIFO the delay lines use, and no delay at all.  Never chosen for a
+    run (a requested delay is never ignored): benchmarks build it, through
+    network.build's `backend`, to price what a delay line adds."""
+    name = "none"
+    uses_relays = False
+    description = "no delay line (benchmarks only)"
+
+    def leaf(self, dev, direction, verb="add"):
+        return shaping.fifo_leaf(dev, direction.queue, verb)
+
+    def start(self, net, plan, spec, state):
+        pass
+
+    def set(self, wan_plan, key, direction):
+        pass
+
+    def stats(self):
+        return {}
+
+    def stop(self):
+        pass
 
 
 def link_option(wan_plan, link, sock, seed, netns):

@@ -191,16 +191,21 @@ def check_buildable(spec, delay_backend="auto"):
     return backend_name
 
 
-def build(spec, delay_backend="auto", link_log=None, run_dir=None):
+def build(spec, delay_backend="auto", link_log=None, run_dir=None, backend=None):
     """Bring the Spec's network up; returns an EmulatedNetwork.  On any
     failure everything created so far is removed before the error rises.
-    run_dir, the run folder if there is one, is recorded for `testbed clean`."""
-    backend_name = check_buildable(spec, delay_backend)
+    run_dir, the run folder if there is one, is recorded for `testbed clean`.
+    backend, a delay backend object, is used instead of the one chosen by
+    name (benchmarks set a delay line's parameters, or leave it out)."""
+    if backend is None:
+        backend = make_backend(check_buildable(spec, delay_backend))
+    else:
+        capability.require_network_capabilities()
+    backend_name = backend.name
     from mininet.log import setLogLevel
     setLogLevel("error")
 
     state = RunState.create()
-    backend = make_backend(backend_name)
     management = spec.experiment is not None and spec.experiment.coordination == "management"
     plan = make_plan(spec, state.run_id, with_relays=backend.uses_relays, management=management)
     state.set(spec=spec.source, name=spec.name, delay_backend=backend_name,

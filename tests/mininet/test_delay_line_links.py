@@ -57,9 +57,12 @@ def test_each_compiled_process_delays_each_of_its_links_by_its_own_settings():
     (["--link", "a=x,b=y,control=/tmp/no.sock,seed"], "not name=value"),
     (["--link", "a=x,b=y,control=/tmp/no.sock", "--link", "a=p,b=q,control=/tmp/no2.sock",
       "--ab-delay", "1"], "do not mix"),
+    (["--link", "a=x,b=y,control=/tmp/no.sock", "--tick", "0.5"], "--tick must be between"),
+    (["--link", "a=x,b=y,control=/tmp/no.sock", "--tick", "soon"], "--tick needs a number"),
 ])
 def test_a_bad_link_option_is_refused_with_exit_2_before_anything_opens(argv, says):
     r = subprocess.run([CompiledRelayDelay().command()[0], *argv], capture_output=True,
                        text=True, check=False)
     assert r.returncode == 2 and says in r.stderr and r.stderr.count("\n") <= 3, r.stderr
     assert not os.path.exists("/tmp/no.sock") and not os.path.exists("/tmp/no2.sock")
+
