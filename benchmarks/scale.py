@@ -204,11 +204,11 @@ def paced_phase(net, seconds, share, warmup=1.5):
                 ["ping", "-n", "-c", str(count), "-i", "0.2", "-W", "5", net.ip(dst)],
                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)))
         errors = []
+        delayed = net.backend.name != "none"
         for index, link, p in pings:
             out, _ = p.communicate(timeout=seconds + 30)
             rtts = sorted(float(m) / 1e3 for m in re.findall(r"time=([\d.]+) ms", out))
             median = rtts[len(rtts) // 2] if rtts else float("inf")
-            delayed = net.backend.name != "none"
             errors.append((index, median - delayed * (link.ab.delay + link.ba.delay)))
         busy = meter.busy()
     finally:

@@ -27,13 +27,13 @@
  *
  * Release clock: frames leave on a grid of TICK (--tick, 1 ms by default);
  * a frame goes out at the first tick no earlier than its deadline - EARLY
- * (EARLY = TICK / 2), so the error is uniform in [-0.5, +0.5) ms, centred
- * on zero, as relay.py's epoll clock gives.  Each tick is a wake-up, and on
- * a virtual machine a wake-up from idle costs tens of microseconds of the
- * machine's CPU, so while a link carries a few thousand frames a second
- * the clock, not the frames, is most of the cost; `wakeups` in the stats
- * counts them, and benchmarks/delay_line.py prices them with a coarser
- * --tick.  The ticks are woken by epoll_pwait2 (nanosecond
+ * (EARLY = TICK / 2), so the error is uniform in [-TICK/2, +TICK/2),
+ * centred on zero, as relay.py's epoll clock gives at 1 ms.  Each tick is a
+ * wake-up, and on a virtual machine a wake-up from idle costs the machine
+ * about as much as several frames, so on a lone link of a few thousand
+ * frames a second the clock is a large share of the cost; `wakeups` in the
+ * stats counts them, and benchmarks/delay_line.py prices them with a
+ * coarser --tick.  The ticks are woken by epoll_pwait2 (nanosecond
  * timeout) with a small timer slack.  A grid rather than a wake-up per
  * deadline lets one wake-up carry every frame due in it, for every link.
  *
@@ -95,6 +95,7 @@
 
 static double TICK = 0.001;             /* --tick */
 #define EARLY (TICK / 2)
+#define MIN_TICK 0.0001
 #define MAX_TICK 0.01
 static uint64_t wakeups;                 /* returns from the wait, for the stats */
 #define DATA_RING (256UL << 20)          /* bytes held per direction (virtual) */
@@ -822,8 +823,9 @@ static void parse_args(int argc, char **argv)
             continue;                    /* for `testbed clean` to read, not for us */
         if (!strcmp(name, "--tick")) {
             TICK = number_arg(name, value);
-            if (!(TICK >= 1e-4 && TICK <= MAX_TICK))
-                usage_error("--tick must be between 0.0001 and %g seconds, not %s", MAX_TICK, value);
+            if (!(TICK >= MIN_TICK && TICK <= MAX_TICK))
+                usage_error("--tick must be between %g and %g seconds, not %s", MIN_TICK, MAX_TICK,
+                            value);
             continue;
         }
         if (!strcmp(name, "--link")) {

@@ -66,3 +66,20 @@ def test_a_bad_link_option_is_refused_with_exit_2_before_anything_opens(argv, sa
     assert r.returncode == 2 and says in r.stderr and r.stderr.count("\n") <= 3, r.stderr
     assert not os.path.exists("/tmp/no.sock") and not os.path.exists("/tmp/no2.sock")
 
+
+
+PAIR = """
+datacenters: [{name: east, workers: 1}, {name: west, workers: 1}]
+wan: [{between: [east, west], bw: 20mbit, delay: 10ms}]
+"""
+
+
+@pytest.mark.parametrize("tick", [0.001, 0.002])
+def test_a_coarser_release_clock_is_reported_and_keeps_the_rtt_centred_on_the_delay(tick):
+    # A frame leaves within tick/2 of its deadline either way, so the median
+    # RTT stays at twice the delay however wide the grid.
+    with network.build(spec_of(PAIR), backend=CompiledRelayDelay(tick=tick)) as net:
+        rtt = measure.ping_rtt(net, "east-w0", "west-w0", count=200, interval=0.01)
+        stats = net.backend.stats()[0]
+    assert stats["tick"] == tick and stats["wakeups"] > 0
+    assert abs(rtt - 0.020) <= 0.02 * 0.020, rtt
