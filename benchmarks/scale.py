@@ -18,8 +18,11 @@ with every WAN link direction carrying an iperf3 flow at once, it measures:
   carry almost the same frame rate, so what remains is the emulator's own
   error;
 * CPU: the whole machine's busy share (of all cores) and the delay lines'
-  own CPU (share of one core), in the saturated phase, and the machine's
-  busy time per frame crossing a WAN link (both directions counted).
+  own CPU (share of one core), in the saturated phase, and per frame
+  crossing a WAN link (both directions counted) the machine's busy time
+  and the delay lines' own CPU time (which holds the kernel work their
+  sends set off downstream: the next bridge and router's, done in their
+  context).
 
 `--delay-backend none` builds the same WANs with no delay line at all
 (routers joined directly, HTB only; RTTs are then compared with zero): the
@@ -59,6 +62,7 @@ RTT_TOLERANCE = 0.002
 CPU_FULL = 0.95
 DELAY_LINE_FULL = 0.8      # of each process's core: it also waits on a 1 ms tick
 BASE_PORT = 5301
+FLOW_LIFETIME = 600      # seconds; flows are stopped after their last sweep
 
 
 def idle_seconds():
@@ -153,18 +157,44 @@ def finish(procs):
 
 
 def acked(net, flows):
-    """{port: (time, bytes acked)} for every flow's sender."""
-    return {port: (time.monotonic(), measure.acked_bytes(net, src, port))
-            for _, _, src, _, _, port in flows}
+    """{port: (time, bytes acked)} for every flow's sender: one `ss` per
+    sending host, all at once, so a sweep of 48 flows on a busy machine
+    takes about as long as one."""
+    hosts = sorted({src for _, _, src, _, _, _ in flows})
+    t0 = time.monotonic()
+    procs = [net.node(h).popen(["ss", "-Hti", "state", "established"], stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True) for h in hosts]
+    by_host = {h: measure.acked_by_port(p.communicate()[0]) for h, p in zip(hosts, procs)}
+    at = (t0 + time.monotonic()) / 2
+    return {port: (at, by_host[src].get(port, 0)) for _, _, src, _, _, port in flows}
+
+
+def wait_flowing(net, flows, timeout=20.0):
+    """Wait until every flow has had bytes acknowledged (starting 48
+    clients on a busy machine takes seconds).  Returns the last sweep."""
+    deadline = time.monotonic() + timeout
+    while True:
+        sweep = acked(net, flows)
+        if all(b > 0 for _, b in sweep.values()) or time.monotonic() > deadline:
+            return sweep
+        time.sleep(0.2)
+
+
+def stop(procs):
+    for p in procs:
+        p.terminate()
+    finish(procs)
 
 
 def saturated_phase(net, seconds, warmup=2.0):
     """[(link index, key, goodput/expected)], machine busy share, delay-line
-    CPU share of one core, machine busy seconds per WAN frame."""
+    CPU share of one core, machine busy seconds per WAN frame, the delay
+    lines' own CPU seconds per WAN frame."""
     flows = directions(net)
-    # The flows outlast the last sweep of their counters by a margin.
-    procs = start_flows(net, flows, seconds + warmup + 3)
+    # The flows run until stopped, so none ends before the last sweep.
+    procs = start_flows(net, flows, FLOW_LIFETIME)
     try:
+        wait_flowing(net, flows)
         time.sleep(warmup)
         frames0 = wan_frames(net)
         meter, relay0, t0 = CpuMeter(), delay_line_cpu(net), time.monotonic()
@@ -174,7 +204,7 @@ def saturated_phase(net, seconds, warmup=2.0):
         busy, relay1, t1 = meter.busy(), delay_line_cpu(net), time.monotonic()
         frames = wan_frames(net) - frames0
     finally:
-        finish(procs)
+        stop(procs)
     ratios = []
     for index, key, _, _, rate, port in flows:
         (ta, ba), (tb, bb) = first[port], last[port]
@@ -185,15 +215,17 @@ def saturated_phase(net, seconds, warmup=2.0):
                        if ok else None))
     relay = None if relay0 is None else (relay1 - relay0) / (t1 - t0)
     per_frame = busy * os.cpu_count() * (t1 - t0) / frames if frames else None
-    return ratios, busy, relay, per_frame
+    line_per_frame = relay * (t1 - t0) / frames if frames and relay is not None else None
+    return ratios, busy, relay, per_frame, line_per_frame
 
 
 def paced_phase(net, seconds, share, warmup=1.5):
     """[(link index, RTT - configured)] with every direction paced at
     `share` of its rate; machine busy share."""
     flows = directions(net)
-    procs = start_flows(net, flows, seconds + warmup + 2, paced=share)
+    procs = start_flows(net, flows, FLOW_LIFETIME, paced=share)
     try:
+        wait_flowing(net, flows)
         time.sleep(warmup)
         meter = CpuMeter()
         count = max(5, int((seconds - 0.5) / 0.2))
@@ -212,7 +244,7 @@ def paced_phase(net, seconds, share, warmup=1.5):
             errors.append((index, median - delayed * (link.ab.delay + link.ba.delay)))
         busy = meter.busy()
     finally:
-        finish(procs)
+        stop(procs)
     return errors, busy
 
 
@@ -254,12 +286,12 @@ def measure_size(n, args, root):
     with emulated as net:
         row["backend"] = net.backend.name
         warm_arp(net)
-        ratios, busy, relay, per_frame = saturated_phase(net, args.seconds)
+        ratios, busy, relay, per_frame, line_per_frame = saturated_phase(net, args.seconds)
         errors, paced_busy = paced_phase(net, args.seconds, args.paced)
         t_down = time.monotonic()
     row["teardown_s"] = time.monotonic() - t_down
     row.update(goodput=ratios, rtt_error=errors, cpu_busy=busy, cpu_busy_paced=paced_busy,
-               delay_line_cpu=relay, cpu_per_frame=per_frame)
+               delay_line_cpu=relay, cpu_per_frame=per_frame, delay_line_per_frame=line_per_frame)
     with_agents = args.agents and args.delay_backend != "none"
     row["agent_start_s"] = agent_start(n, args, root) if with_agents else None
     measured = [r for _, _, r in ratios if r is not None]
@@ -286,7 +318,8 @@ def limit(row):
 
 def table(rows):
     head = (f"{'DCs':>4} {'links':>5} {'build s':>8} {'start s':>8} {'down s':>7} "
-            f"{'CPU busy':>9} {'us/frame':>9} {'delay line':>11} {'goodput/exp':>17} {'RTT err ms':>11} "
+            f"{'CPU busy':>9} {'us/frame':>9} {'delay line':>11} {'line us/fr':>10} "
+            f"{'goodput/exp':>17} {'RTT err ms':>11} "
             f"{'lost':>5} {'goal':>5} {'limit':>10}")
     lines = [head, "-" * len(head)]
     for r in rows:
@@ -294,8 +327,10 @@ def table(rows):
         start = "-" if r["agent_start_s"] is None else f"{r['agent_start_s']:.1f}"
         relay = "-" if r["delay_line_cpu"] is None else f"{r['delay_line_cpu'] * 100:.0f}%"
         frame = "-" if r["cpu_per_frame"] is None else f"{r['cpu_per_frame'] * 1e6:.1f}"
+        line = "-" if r["delay_line_per_frame"] is None else f"{r['delay_line_per_frame'] * 1e6:.1f}"
         lines.append(f"{r['dcs']:>4} {r['links']:>5} {r['build_s']:>8.1f} {start:>8} "
                      f"{r['teardown_s']:>7.1f} {r['cpu_busy'] * 100:>8.0f}% {frame:>9} {relay:>11} "
+                     f"{line:>10} "
                      f"{min(g):>8.3f}-{max(g):<8.3f} {r['worst_rtt_error'] * 1e3:>11.2f} "
                      f"{r['lost_flows']:>5} {'yes' if r['meets_goal'] else 'no':>5} {r['limit']:>10}")
     return "\n".join(lines)

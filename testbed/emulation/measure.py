@@ -49,8 +49,24 @@ def acked_bytes(net, host, port):
     local port `port` (TCP's own count, from `ss -ti`)."""
     out = run_in(net.node(host), ["ss", "-Hti", "state", "established", f"( sport = :{port} )"],
                  check=False)
-    counts = [int(n) for n in re.findall(r"bytes_acked:(\d+)", out)]
-    return max(counts, default=0)
+    return acked_by_port(out).get(port, 0)
+
+
+def acked_by_port(ss_output):
+    """{local port: bytes acked} from `ss -Hti state established` output,
+    taking the busiest connection of each port (iperf3 also holds a control
+    connection on its port).  A connection's line carries its addresses;
+    the indented line after it, its counters."""
+    acked, port = {}, None
+    for line in ss_output.splitlines():
+        if line and not line[0].isspace():
+            fields = line.split()
+            port = int(fields[2].rsplit(":", 1)[1]) if len(fields) >= 4 else None
+            continue
+        m = re.search(r"bytes_acked:(\d+)", line)
+        if m and port is not None:
+            acked[port] = max(acked.get(port, 0), int(m.group(1)))
+    return acked
 
 
 def iperf3(net, src, dst, seconds=5.0, omit=1.0, interval=1.0, port=5201):

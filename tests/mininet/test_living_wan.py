@@ -40,8 +40,8 @@ def jsonl(path):
 def test_the_probe_follows_a_step_from_20_to_5_mbit(tmp_path):
     period = 2.5
     # The quickstart runs its probes every 2.5 s.
-    path = topo(tmp_path, "stop: {iterations: 100000, time: 40s}", "",
-                "  - {at: 20s, link: [virginia, tokyo], bw: 5mbit}\n")
+    path = topo(tmp_path, "stop: {iterations: 100000, time: 34s}", "",
+                "  - {at: 16s, link: [virginia, tokyo], bw: 5mbit}\n")
     runs = tmp_path / "runs"
     r = subprocess.run(cli_argv("run", path, "--runs", str(runs)), capture_output=True, text=True,
                        timeout=300)
@@ -159,9 +159,9 @@ def test_a_console_session_and_an_injection_change_links_and_speeds(tmp_path):
 
 @pytest.mark.timeout(700)
 def test_a_short_cut_is_survived_and_a_long_one_fails_the_run_with_the_reason(tmp_path):
-    short = topo(tmp_path, "stop: {iterations: 100000, time: 35s}", "\n  dead_after: 4s",
-                 "  - {at: 20s, link: [virginia, tokyo], down: true}\n"
-                 "  - {at: 22s, link: [virginia, tokyo], up: true}\n")
+    short = topo(tmp_path, "stop: {iterations: 100000, time: 24s}", "\n  dead_after: 4s",
+                 "  - {at: 10s, link: [virginia, tokyo], down: true}\n"
+                 "  - {at: 12s, link: [virginia, tokyo], up: true}\n")
     runs = tmp_path / "short"
     r = subprocess.run(cli_argv("run", short, "--runs", str(runs)), capture_output=True, text=True,
                        timeout=300)
@@ -177,7 +177,7 @@ def test_a_short_cut_is_survived_and_a_long_one_fails_the_run_with_the_reason(tm
     assert any(e["wall"] > cut[-1]["wall"] + 2 for e in iters), "training resumed after the cut"
 
     long = tmp_path / "long.yaml"
-    long.write_text(open(short).read().replace("at: 22s", "at: 60s"))
+    long.write_text(open(short).read().replace("at: 12s", "at: 60s"))
     runs = tmp_path / "long"
     r = subprocess.run(cli_argv("run", str(long), "--runs", str(runs)), capture_output=True, text=True,
                        timeout=300)
