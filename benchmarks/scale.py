@@ -162,7 +162,7 @@ def acked(net, flows):
     takes about as long as one."""
     hosts = sorted({src for _, _, src, _, _, _ in flows})
     t0 = time.monotonic()
-    procs = [net.node(h).popen(["ss", "-Hti", "state", "established"], stdout=subprocess.PIPE,
+    procs = [net.node(h).popen(["ss", "-Htin", "state", "established"], stdout=subprocess.PIPE,
                                stderr=subprocess.DEVNULL, text=True) for h in hosts]
     by_host = {h: measure.acked_by_port(p.communicate()[0]) for h, p in zip(hosts, procs)}
     at = (t0 + time.monotonic()) / 2

@@ -47,13 +47,13 @@ def start_iperf_server(net, host, port=5201):
 def acked_bytes(net, host, port):
     """Bytes the peer has acknowledged on host's busiest TCP connection with
     local port `port` (TCP's own count, from `ss -ti`)."""
-    out = run_in(net.node(host), ["ss", "-Hti", "state", "established", f"( sport = :{port} )"],
+    out = run_in(net.node(host), ["ss", "-Htin", "state", "established", f"( sport = :{port} )"],
                  check=False)
     return acked_by_port(out).get(port, 0)
 
 
 def acked_by_port(ss_output):
-    """{local port: bytes acked} from `ss -Hti state established` output,
+    """{local port: bytes acked} from `ss -Htin state established` output,
     taking the busiest connection of each port (iperf3 also holds a control
     connection on its port).  A connection's line carries its addresses;
     the indented line after it, its counters."""

@@ -1,4 +1,4 @@
-"""Reading TCP's acknowledged-bytes counters out of `ss -Hti` output
+"""Reading TCP's acknowledged-bytes counters out of `ss -Htin` output
 (testbed.emulation.measure.acked_by_port), as the goodput measurements do."""
 
 from testbed.emulation.measure import acked_by_port
