@@ -28,7 +28,10 @@ with every WAN link direction carrying an iperf3 flow at once, it measures:
 (routers joined directly, HTB only; RTTs are then compared with zero): the
 machine's own price for the network, which no delay line can go below.
 Its CPU per frame, taken off a delay line's at the same size, is what that
-delay line adds per frame when it serves that many links.
+delay line adds per frame when it serves that many links.  Its goodput is
+not a fidelity figure: with no delay the queues are the whole round trip,
+and a link carrying TCP both ways then lets one direction fall to about
+half (each flow alone, or two flows one way, hold 1.00).
 
 Goal: every direction within 5% of its expected goodput and every RTT within
 2 ms of the configured one.  Expected goodput ignores the other

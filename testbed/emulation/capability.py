@@ -116,7 +116,7 @@ def delay_backend_check():
         return Check("delay backend", True, f"crelay (compiled userspace delay line, "
                                             f"{delayline_binary()})")
     return Check("delay backend", False,
-                 f"relay (Python userspace delay line, about twice the CPU per frame): the compiled "
+                 f"relay (Python userspace delay line, two to three times the CPU per frame): the compiled "
                  f"one, {delayline_binary()}, is missing or does not run",
                  BUILD_DELAYLINE, essential=False)
 

@@ -28,7 +28,8 @@
  * Release clock: frames leave on a grid of TICK (--tick, 1 ms by default);
  * a frame goes out at the first tick no earlier than its deadline - EARLY
  * (EARLY = TICK / 2), so the error is uniform in [-TICK/2, +TICK/2),
- * centred on zero, as relay.py's epoll clock gives at 1 ms.  Each tick is a
+ * centred on zero (relay.py instead sleeps to each deadline, to the
+ * microsecond, and releases what is due within 0.2 ms).  Each tick is a
  * wake-up, and on a virtual machine a wake-up from idle costs the machine
  * about as much as several frames, so on a lone link of a few thousand
  * frames a second the clock is a large share of the cost; `wakeups` in the
