@@ -166,13 +166,13 @@ def gone(rid, data):
 
 
 @pytest.mark.timeout(600)
-def test_a_recipe_on_the_cluster_leaves_what_a_local_one_does_and_resumes(tmp_path, ray_head):
-    local, remote = tmp_path / "local", tmp_path / "cluster"
-    for where, extra in ((local, ()), (remote, ("--cluster", ray_head.address))):
-        r = subprocess.run(cli_argv("reproduce", "ps-scaling", "--quick", "--runs", str(where / "runs"),
-                                    "--out", str(where / "out"), *extra),
-                           capture_output=True, text=True, timeout=280, cwd=ROOT, check=False)
-        assert r.returncode == 0, r.stdout + r.stderr
+def test_a_recipe_on_the_cluster_leaves_what_a_local_one_does_and_resumes(tmp_path, ray_head,
+                                                                         ps_scaling_quick):
+    local, remote = ps_scaling_quick, tmp_path / "cluster"
+    r = subprocess.run(cli_argv("reproduce", "ps-scaling", "--quick", "--runs", str(remote / "runs"),
+                                "--out", str(remote / "out"), "--cluster", ray_head.address),
+                       capture_output=True, text=True, timeout=280, cwd=ROOT, check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
     sweeps = [w / "runs" / "sweeps" / "ps-scaling-quick" for w in (local, remote)]
     records = [sweep_record(s) for s in sweeps]
     assert [e["status"] for e in records[1]] == ["completed", "completed"]

@@ -2,22 +2,18 @@
 
 import csv
 import os
-import subprocess
 
 import pytest
 
 from testbed.sweep import load_recipe
-from tests.mininet.helpers import ROOT, cli_argv
+from tests.mininet.helpers import ROOT
 
 pytestmark = pytest.mark.mininet
 
 
 @pytest.mark.timeout(900)
-def test_ps_scaling_quick_draws_its_figure_and_one_table_row_per_setting(tmp_path):
-    out = tmp_path / "out"
-    r = subprocess.run(cli_argv("reproduce", "ps-scaling", "--quick", "--runs", str(tmp_path / "runs"),
-                                "--out", str(out)), capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stdout + r.stderr
+def test_ps_scaling_quick_draws_its_figure_and_one_table_row_per_setting(ps_scaling_quick):
+    out = ps_scaling_quick / "out"
     assert os.path.getsize(out / "figure.png") > 5000
     rows = list(csv.DictReader(open(out / "table.csv")))
     recipe = load_recipe(os.path.join(ROOT, "results", "ps-scaling", "recipe.yaml"), quick=True)
