@@ -1,5 +1,6 @@
 """The emulated WAN delivers what topo.yaml configures: rate, delay, routes."""
 
+import re
 import threading
 
 import pytest
@@ -145,13 +146,19 @@ def test_loss_and_jitter_are_emulated_per_direction():
     """)
     with network.build(spec) as net:
         measure.ping_rtt(net, "east-w0", "west-w0", count=1)  # ARP resolved before counting
-        out = network.run_in(net.node("east-w0"), ["ping", "-n", "-q", "-c", "400", "-i", "0.01",
+        out = network.run_in(net.node("east-w0"), ["ping", "-n", "-c", "400", "-i", "0.01",
                                                    net.ip("west-w0")], check=False)
-        loss = float(out.split("% packet loss")[0].split()[-1]) / 100
-        assert 0.04 <= loss <= 0.16, out
-        lo, avg, hi = (float(x) / 1e3 for x in out.split("=")[-1].split("/")[:3])
-        assert lo >= 0.016 - 0.001 and hi <= 0.024 + 0.003, out
-        assert hi - lo >= 0.004, out  # the forward delay really varies
+    summary = out[out.index("---"):]
+    loss = float(summary.split("% packet loss")[0].split()[-1]) / 100
+    assert 0.04 <= loss <= 0.16, summary
+    rtts = sorted(float(m) / 1e3 for m in re.findall(r"time=([\d.]+) ms", out))
+    # 20 ms +- 4 ms, with 1 ms of release error and 3 of scheduling late; a
+    # reply that a busy CPU held up longer is not the link's jitter, so one
+    # in a hundred may fall outside.
+    outside = [r for r in rtts if not 0.016 - 0.001 <= r <= 0.024 + 0.003]
+    assert len(outside) <= 0.01 * len(rtts), (outside, summary)
+    # The forward delay really varies.
+    assert rtts[len(rtts) * 99 // 100] - rtts[len(rtts) // 100] >= 0.004, summary
 
 
 def test_the_first_frame_after_build_reaches_the_router_at_once():
