@@ -100,18 +100,6 @@ def directions(net):
     return out
 
 
-def wan_frames(net):
-    """Frames the routers have sent into WAN links so far, every direction."""
-    devices = {}
-    for link in net.spec.wan:
-        for src, dst in ((link.a, link.b), (link.b, link.a)):
-            node, dev, _, _ = net.egress(src, dst)
-            devices.setdefault(node, []).append(dev)
-    return sum(int(x) for node, devs in devices.items()
-               for x in run_in(node, ["cat"] + [f"/sys/class/net/{d}/statistics/tx_packets"
-                                                 for d in devs]).split())
-
-
 def delay_line_cpu(net):
     """CPU seconds the delay lines have used so far (None without them)."""
     if not net.backend.uses_relays:
@@ -199,13 +187,13 @@ def saturated_phase(net, seconds, warmup=2.0):
     try:
         wait_flowing(net, flows)
         time.sleep(warmup)
-        frames0 = wan_frames(net)
+        frames0 = measure.wan_frames(net)
         meter, relay0, t0 = CpuMeter(), delay_line_cpu(net), time.monotonic()
         first = acked(net, flows)
         time.sleep(seconds - 1.0)
         last = acked(net, flows)
         busy, relay1, t1 = meter.busy(), delay_line_cpu(net), time.monotonic()
-        frames = wan_frames(net) - frames0
+        frames = measure.wan_frames(net) - frames0
     finally:
         stop(procs)
     ratios = []
@@ -349,26 +337,48 @@ def details(row):
     return "\n".join(lines)
 
 
+def sizes(text):
+    """--sizes: DC counts of at least 3 (a ring with chords needs three)."""
+    try:
+        values = [int(x) for x in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or min(values) < 3:
+        raise argparse.ArgumentTypeError(f"want DC counts of 3 or more, like 3,6,9, not {text!r}")
+    return values
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--sizes", default="3,6,9,12,16")
+    p.add_argument("--sizes", type=sizes, default="3,6,9,12,16",
+                   help="numbers of DCs, comma-separated")
     p.add_argument("--bw", default="20mbit")
     p.add_argument("--delay", default="10ms")
     p.add_argument("--seconds", type=float, default=8.0)
     p.add_argument("--paced", type=float, default=0.9)
-    p.add_argument("--delay-backend", default="auto")
+    p.add_argument("--delay-backend", default="auto",
+                   choices=["auto", "netem", "crelay", "relay", "none"])
     p.add_argument("--no-agents", dest="agents", action="store_false",
                    help="skip the agent start measurement")
     p.add_argument("--details", action="store_true", help="print every direction")
     p.add_argument("--json", help="also write the rows to this file")
     args = p.parse_args(argv)
+    if args.seconds < 2:
+        p.error(f"--seconds must be at least 2 (the window is seconds - 1), not {args.seconds:g}")
+    if not 0 < args.paced <= 1:
+        p.error(f"--paced is a share of the rate in (0, 1], not {args.paced:g}")
+    try:
+        specmod.loads(ring_with_chords(3, args.bw, args.delay), source="--bw/--delay")
+    except specmod.SpecError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     if os.geteuid() != 0:
         print("benchmarks/scale.py builds networks: run it as root.", file=sys.stderr)
         return 2
     rows = []
     with tempfile.TemporaryDirectory(prefix="scale-") as root:
         try:
-            for n in (int(x) for x in args.sizes.split(",")):
+            for n in args.sizes:
                 row = measure_size(n, args, root)
                 rows.append(row)
                 print(table(rows[-1:]).splitlines()[-1] if len(rows) > 1 else table(rows),

@@ -215,29 +215,19 @@ class CompiledRelayDelay(RelayDelay):
         super().stop()
 
 
-class NoDelay:
+class NoDelay(NetemDelay):
     """Routers joined directly, each WAN direction shaped by HTB over the
     byte FIFO the delay lines use, and no delay at all.  Never chosen for a
     run (a requested delay is never ignored): benchmarks build it, through
     network.build's `backend`, to price what a delay line adds."""
     name = "none"
-    uses_relays = False
     description = "no delay line (benchmarks only)"
 
     def leaf(self, dev, direction, verb="add"):
         return shaping.fifo_leaf(dev, direction.queue, verb)
 
-    def start(self, net, plan, spec, state):
-        pass
-
     def set(self, wan_plan, key, direction):
-        pass
-
-    def stats(self):
-        return {}
-
-    def stop(self):
-        pass
+        """Nothing beyond the leaf change: there is no delay to carry."""
 
 
 def link_option(wan_plan, link, sock, seed, netns):

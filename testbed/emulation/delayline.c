@@ -31,8 +31,8 @@
  * centred on zero (relay.py instead sleeps to each deadline, to the
  * microsecond, and releases what is due within 0.2 ms).  Each tick is a
  * wake-up, and on a virtual machine a wake-up from idle costs the machine
- * about as much as several frames, so on a lone link of a few thousand
- * frames a second the clock is a large share of the cost; `wakeups` in the
+ * more than a frame does (about 11 us here), so on a lone link of a few
+ * thousand frames a second the clock is a large share of the cost; `wakeups` in the
  * stats counts them, and benchmarks/delay_line.py prices them with a
  * coarser --tick.  The ticks are woken by epoll_pwait2 (nanosecond
  * timeout) with a small timer slack.  A grid rather than a wake-up per

@@ -69,6 +69,19 @@ def acked_by_port(ss_output):
     return acked
 
 
+def wan_frames(net):
+    """Frames the routers have sent into WAN links so far, every direction
+    of every link (their egress devices' tx_packets, one read per router)."""
+    devices = {}
+    for link in net.spec.wan:
+        for src, dst in ((link.a, link.b), (link.b, link.a)):
+            node, dev, _, _ = net.egress(src, dst)
+            devices.setdefault(node, []).append(dev)
+    return sum(int(x) for node, devs in devices.items()
+               for x in run_in(node, ["cat"] + [f"/sys/class/net/{d}/statistics/tx_packets"
+                                                 for d in devs]).split())
+
+
 def iperf3(net, src, dst, seconds=5.0, omit=1.0, interval=1.0, port=5201):
     """TCP goodput from src to dst, with iperf3 generating the flow.
 

@@ -47,9 +47,9 @@ SOL_PACKET = 263
 PACKET_IGNORE_OUTGOING = 23
 # select() sleeps to the microsecond (epoll and poll round up to whole
 # milliseconds, which made a lone frame up to 1 ms late).  A wake-up also
-# releases every frame due within EARLY, so a stream costs one wake-up per
-# EARLY rather than one per frame; it is about the wake-up's own latency,
-# so a frame's release error stays near zero either way.
+# releases every frame due within EARLY, so frames closer together than
+# that share one wake-up; EARLY is about the wake-up's own latency, so a
+# frame's release error stays near zero either way.
 EARLY = 0.0002
 # What a wake-up takes from the timer firing to the frame's send (measured:
 # 0.1-0.15 ms on a busy two-core VM); sleeping this much less centres the
