@@ -12,6 +12,8 @@ Messages:
     data   flow, chunk, chunks            one chunk of a flow (synthetic bytes)
   to the scheduler
     arrived  flow, bytes, first, last, rate   every chunk of a flow is here
+    progress sent [[flow, bytes], ...]        what each flow it sends has sent,
+                                              every PROGRESS_EVERY s while it has some
 
 A flow goes out chunk by chunk: a chunk is handed to the transport only
 when the flow's own token bucket allows it at its rate (none while the
@@ -35,6 +37,9 @@ from agents.transport import RecvTimeout
 QUEUED_CHUNKS = 2
 IDLE_WAIT = 0.2       # seconds a machine with nothing to send waits for a message
 BUSY_WAIT = 0.002     # ... and one that waits for room in a peer's queue
+# How often the scheduler hears what each flow has sent: its estimates of
+# bytes left drift from the truth by the rate error times this.
+PROGRESS_EVERY = 0.1
 
 
 class _Outgoing:
@@ -43,6 +48,7 @@ class _Outgoing:
 
     def __init__(self, fid, dst, nbytes, gate, chunk_bytes):
         self.fid, self.dst, self.gate = fid, dst, tuple(gate)
+        self.nbytes = nbytes
         self.sizes = [min(chunk_bytes, nbytes - a) for a in range(0, nbytes, chunk_bytes)] or [0]
         self.chunk_bytes = chunk_bytes
         self.next = 0
@@ -65,6 +71,10 @@ class _Outgoing:
 
     def done(self):
         return self.next >= len(self.sizes)
+
+    def sent(self):
+        """Bytes handed to the transport so far (every chunk but the last is whole)."""
+        return min(self.next * self.chunk_bytes, self.nbytes)
 
 
 class _Incoming:
@@ -106,6 +116,7 @@ def run(cfg, log):
     try:
         ended = False
         wait = IDLE_WAIT
+        report_at = time.monotonic() + PROGRESS_EVERY
         while not ended:
             try:
                 m = ep.recv(timeout=wait)
@@ -138,6 +149,12 @@ def run(cfg, log):
             _pace(ep, outgoing, peer_rates)
             wait = IDLE_WAIT
             now = time.monotonic()
+            if now >= report_at:
+                if outgoing:
+                    ep.send(scheduler, {"type": "progress",
+                                        "sent": [[o.fid, o.sent()] for o in outgoing.values()]})
+                report_at = now + PROGRESS_EVERY
+            wait = min(wait, max(0.0, report_at - now))
             for o in list(outgoing.values()):
                 while not o.done() and o.rate != 0 and \
                         all(arrived_chunks.get(g, 0) > o.next for g in o.gate):
@@ -153,7 +170,10 @@ def run(cfg, log):
                     ep.send(o.dst, {"type": "data", "flow": o.fid, "chunk": o.next,
                                     "chunks": len(o.sizes)}, zeros[:o.sizes[o.next]])
                     o.next += 1
-                if o.done():
+                # A flow that has handed over its last chunk keeps its share
+                # of the peer's pace until the peer's queue is empty: its
+                # chunks may still be in it.
+                if o.done() and not ep.queue_length(o.dst):
                     del outgoing[o.fid]
         log("done", bytes_out=sum(ep.bytes_sent.values()), bytes_in=sum(ep.bytes_received.values()))
         finished = True
@@ -163,10 +183,11 @@ def run(cfg, log):
 
 def _pace(ep, outgoing, peer_rates):
     """Each peer paced at the sum of the rates of the flows to it that
-    still send (None when any of them is unpaced)."""
+    still send or may have chunks in its queue (None when any of them is
+    unpaced)."""
     want = {}
     for o in outgoing.values():
-        if o.done() or o.rate == 0:
+        if o.rate == 0:
             continue
         if o.rate is None or want.get(o.dst, 0.0) is None:
             want[o.dst] = None

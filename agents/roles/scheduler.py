@@ -2,19 +2,21 @@
 the successive-halving plan of agents/coflow/search.py in real time (each
 job's iteration: its compute time, then its coflow), starts every flow on
 its source machine, and re-rates the flows with the coflow policy on
-every arrival and departure (agents/coflow/live.py).  Events:
+every arrival and departure, on machines' reports of what their flows
+have sent, and when a PS's pull may send again (agents/coflow/live.py).
+Events:
   coflow       id, task, stage, job, flows, bytes       a coflow arrived
   flow         id, bytes, first, last, goodput, rates, gated   a flow's receiver has it all
   coflow_done  id, task, stage, job, cct
   stage_done   task, stage, sct, jobs
-  search_done  coflows, stages
+  search_done  coflows, stages, resyncs (estimates the machines' reports corrected)
 """
 
 import heapq
 import itertools
 import time
 
-from agents.coflow.live import LiveScheduler, flow_id
+from agents.coflow.live import LiveScheduler, flow_id, flow_key
 from agents.coflow.model import Fabric
 from agents.coflow.policies import make_policy
 from agents.coflow.search import SearchParams, SearchWorkload
@@ -31,7 +33,8 @@ def run(cfg, log):
     machines = [w.name for w in cfg.workers]
     capacity = [settings["capacity"]] * len(machines)
     policy = make_policy(settings["policy"], **settings.get("policy_options", {}))
-    sched = LiveScheduler(policy, Fabric(len(machines), ingress=capacity, egress=capacity))
+    sched = LiveScheduler(policy, Fabric(len(machines), ingress=capacity, egress=capacity),
+                          chunk_bytes=cfg.transport.chunk_bytes)
     ep = endpoint(cfg, log)
     log("start", role="scheduler", dc=cfg.dc, policy=policy.name, paced=policy.paced,
         machines=machines, stages=[[s.task, s.name, len(s.jobs), s.iterations]
@@ -48,11 +51,13 @@ def run(cfg, log):
             now = time.monotonic() - t0
             while pending and pending[0][0] <= now:
                 _, _, c = heapq.heappop(pending)
-                changed = sched.arrive(c, now)
+                ps = c.flows[0].dst
+                pushed = [i for i, f in enumerate(c.flows) if f.dst == ps]
+                changed = sched.arrive(c, now, gates={i: pushed for i, f in enumerate(c.flows)
+                                                      if f.src == ps})
                 log("coflow", id=c.id, task=c.task, stage=c.stage, job=c.job, flows=len(c.flows),
                     bytes=int(c.size()))
-                ps = c.flows[0].dst
-                pushes = [flow_id(c.id, i) for i, f in enumerate(c.flows) if f.dst == ps]
+                pushes = [flow_id(c.id, i) for i in pushed]
                 for i, f in enumerate(c.flows):
                     key = (c.id, i)
                     history[key] = [sched.rates.get(key, 0.0)]
@@ -72,10 +77,15 @@ def run(cfg, log):
                             watch=[machines[f.src] for c in sched.active.values() for f in c.flows])
             except RecvTimeout:
                 continue
-            if m.header.get("type") != "arrived":
-                raise RuntimeError(f"{m.sender} sent a {m.header.get('type')} message to the scheduler")
+            kind = m.header.get("type")
+            if kind not in ("arrived", "progress"):
+                raise RuntimeError(f"{m.sender} sent a {kind} message to the scheduler")
             now = time.monotonic() - t0
-            cid, i = (int(x) for x in m.header["flow"].split(":"))
+            if kind == "progress":
+                changed = sched.progress({flow_key(fid): n for fid, n in m.header["sent"]}, now)
+                _tell(ep, sched, machines, changed, history)
+                continue
+            cid, i = flow_key(m.header["flow"])
             coflow = sched.active[cid]
             done, changed = sched.flow_finished(cid, i, now)
             f = coflow.flows[i]
@@ -96,7 +106,7 @@ def run(cfg, log):
                 stages += 1
                 log("stage_done", task=stage.task, stage=stage.name, jobs=len(stage.jobs),
                     sct=now - workload.stage_start(stage.key))
-        log("search_done", coflows=coflows, stages=stages)
+        log("search_done", coflows=coflows, stages=stages, resyncs=sched.resyncs)
         for name in machines:
             ep.send(name, {"type": "end"})
         finished = True

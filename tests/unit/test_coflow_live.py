@@ -1,6 +1,7 @@
 """The live scheduler's bookkeeping on hand-checked cases: the rates it
-hands out on arrivals and departures, its estimate of the bytes left, and
-what an unpaced policy tells senders."""
+hands out on arrivals and departures, its estimate of the bytes left and
+how senders' reports correct it, gated pulls, and what an unpaced policy
+tells senders."""
 
 import pytest
 
@@ -40,13 +41,60 @@ def test_a_coflow_is_complete_only_when_every_flow_is():
 
 
 def test_an_estimate_never_ends_a_flow_before_its_receiver_does():
-    sched = LiveScheduler(make_policy("sincronia"), Fabric(2))
+    sched = LiveScheduler(make_policy("sincronia"), Fabric(2), chunk_bytes=0.5)
     sched.arrive(Coflow(1, 0.0, (Flow(0, 1, 2.0),)), 0.0)
-    # At t = 5 the fluid model says it ended at t = 2; only the report ends it.
+    # At t = 5 the fluid model says it ended at t = 2; only the report ends
+    # it, and until then it may have two chunks (1.0) in its sender's queue.
     sched.tick(5.0)
     sched.arrive(Coflow(2, 5.0, (Flow(1, 0, 1.0),)), 5.0)
     assert sched.remaining[(1, 0)] == 1.0
-    assert (1, 0) in sched.rates
+    assert sched.rates[(1, 0)] == 1.0
+
+
+def test_a_senders_report_replaces_an_estimate_more_than_two_chunks_off():
+    sched = LiveScheduler(make_policy("sincronia"), Fabric(2), chunk_bytes=1.0)
+    sched.arrive(Coflow(1, 0.0, (Flow(0, 1, 10.0),)), 0.0)
+    # t = 4: the model says 6 left at rate 1; the sender has sent 5 (5 left):
+    # one chunk off is a sender on pace, and the estimate stands.
+    assert sched.progress({(1, 0): 5.0}, 4.0) == {}
+    assert sched.remaining[(1, 0)] == pytest.approx(6.0) and sched.resyncs == 0
+    # t = 5: the model says 5 left, the sender has sent 2 (8 left): three
+    # chunks off, so the sender's figure wins.  A flow that ended is ignored.
+    assert sched.progress({(1, 0): 2.0, (9, 0): 1.0}, 5.0) == {}
+    assert sched.remaining[(1, 0)] == pytest.approx(8.0) and sched.resyncs == 1
+
+
+def test_a_pull_waiting_for_a_push_with_no_rate_leaves_its_ports_to_others():
+    sched = LiveScheduler(make_policy("sincronia"), Fabric(3), chunk_bytes=1.0)
+    z = Coflow("Z", 0.0, (Flow(1, 0, 1.0),))
+    # X: a push 1 -> 0 and the pull 0 -> 2 that forwards its bytes.
+    x = Coflow("X", 0.0, (Flow(1, 0, 4.0), Flow(0, 2, 4.0)))
+    w = Coflow("W", 0.0, (Flow(0, 2, 8.0),))
+    sched.arrive(z, 0.0)
+    sched.arrive(x, 0.0, gates={1: [0]})
+    sched.arrive(w, 0.0)
+    # BSSI: in0 and eg2 carry 12 each, in0 first: W (1/8) goes last, X's
+    # weight drops to 1 - 4/8; then on in1, X (0.5/4) goes after Z (1/1).
+    # Order Z, X, W.  Z takes in1 and eg0, so X's push gets nothing; its
+    # pull, which has nothing to forward, is closed, and W takes in0, eg2.
+    assert sched.rates == {("Z", 0): 1.0, ("W", 0): 1.0}
+    assert sched.closed == {("X", 1)}
+    # Z ends at t = 1: the order is now X, W; X's push gets in1 and eg0,
+    # and its pull may send once the push is a chunk ahead, at t = 2.
+    _, changed = sched.flow_finished("Z", 0, 1.0)
+    assert changed == {("X", 0): 1.0} and sched.closed == {("X", 1)}
+    assert sched.wake_at == pytest.approx(2.0)
+    # Then the pull opens and, X being ahead of W, takes in0 and eg2.
+    assert sched.tick(2.0) == {("X", 1): 1.0, ("W", 0): 0.0}
+    assert not sched.closed
+
+
+def test_without_its_gate_the_pull_would_hold_the_ports_it_cannot_use():
+    sched = LiveScheduler(make_policy("sincronia"), Fabric(3), chunk_bytes=1.0)
+    sched.arrive(Coflow("Z", 0.0, (Flow(1, 0, 1.0),)), 0.0)
+    sched.arrive(Coflow("X", 0.0, (Flow(1, 0, 4.0), Flow(0, 2, 4.0))), 0.0)
+    sched.arrive(Coflow("W", 0.0, (Flow(0, 2, 8.0),)), 0.0)
+    assert sched.rates == {("Z", 0): 1.0, ("X", 1): 1.0}
 
 
 def test_fair_sharing_models_rates_but_leaves_senders_unpaced():
