@@ -184,7 +184,8 @@ def run(cfg, log):
 def _pace(ep, outgoing, peer_rates):
     """Each peer paced at the sum of the rates of the flows to it that
     still send or may have chunks in its queue (None when any of them is
-    unpaced)."""
+    unpaced); a peer none of whose flows may send keeps its pace while its
+    queue drains."""
     want = {}
     for o in outgoing.values():
         if o.rate == 0:
@@ -195,6 +196,11 @@ def _pace(ep, outgoing, peer_rates):
             want[o.dst] = want.get(o.dst, 0.0) + o.rate
     for peer in set(peer_rates) | set(want):
         rate = want.get(peer, 0.0)
+        if rate == 0.0 and ep.queue_length(peer):
+            # Every flow to it was stopped: what is already queued drains at
+            # the pace it was queued at, not in a burst at the NIC's rate
+            # into capacity the scheduler has just given to others.
+            continue
         if peer_rates.get(peer, 0.0) != rate:
             # Bytes per second here; the transport takes bits per second.  Its
             # burst of two chunks lets the flows' own buckets set the pace, the
