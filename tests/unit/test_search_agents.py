@@ -49,7 +49,7 @@ def run_search(tmp_path, policy):
                                       stderr=subprocess.STDOUT))
     try:
         for p in procs:
-            out, _ = p.communicate(timeout=120)
+            out, _ = p.communicate(timeout=60)
             assert p.returncode == 0, out.decode()[-2000:]
     finally:
         for p in procs:
