@@ -165,7 +165,7 @@ class LiveScheduler:
 
     def progress(self, sent, now):
         """Senders' reports {flow key: bytes handed to the network so far}.
-        Returns the new rates ({} when no estimate or gate moved)."""
+        Returns the new rates ({} when no estimate moved)."""
         self._advance(now)
         moved = False
         for key, nbytes in sent.items():

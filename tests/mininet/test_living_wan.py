@@ -159,7 +159,7 @@ def test_a_console_session_and_an_injection_change_links_and_speeds(tmp_path):
 
 @pytest.mark.timeout(700)
 def test_a_short_cut_is_survived_and_a_long_one_fails_the_run_with_the_reason(tmp_path):
-    short = topo(tmp_path, "stop: {iterations: 100000, time: 24s}", "\n  dead_after: 4s",
+    short = topo(tmp_path, "stop: {iterations: 100000, time: 20s}", "\n  dead_after: 4s",
                  "  - {at: 10s, link: [virginia, tokyo], down: true}\n"
                  "  - {at: 12s, link: [virginia, tokyo], up: true}\n")
     runs = tmp_path / "short"
@@ -177,7 +177,8 @@ def test_a_short_cut_is_survived_and_a_long_one_fails_the_run_with_the_reason(tm
     assert any(e["wall"] > cut[-1]["wall"] + 2 for e in iters), "training resumed after the cut"
 
     long = tmp_path / "long.yaml"
-    long.write_text(open(short).read().replace("at: 12s", "at: 60s"))
+    # The time limit is only a cap here: the dead link must end the run first.
+    long.write_text(open(short).read().replace("at: 12s", "at: 60s").replace("time: 20s", "time: 30s"))
     runs = tmp_path / "long"
     r = subprocess.run(cli_argv("run", str(long), "--runs", str(runs)), capture_output=True, text=True,
                        timeout=300)

@@ -58,7 +58,7 @@ class LiveRun:
 def live(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("ui")
     topo = tmp / "topo.yaml"
-    topo.write_text(QUICKSTART.replace(STOP, "stop: {iterations: 100000, time: 20s}"))
+    topo.write_text(QUICKSTART.replace(STOP, "stop: {iterations: 100000, time: 14s}"))
     out, runs = tmp / "out.txt", tmp / "runs"
     with open(out, "w") as sink:
         proc = subprocess.Popen(cli_argv("run", str(topo), "--runs", str(runs), "--ui"),
@@ -116,13 +116,16 @@ def shell_of(node):
 
 
 def texts(page, css):
-    from selenium.webdriver.common.by import By
-    return [e.text for e in page.find_elements(By.CSS_SELECTOR, css)]
+    # Read in one script, inside the page: the page redraws its tables as
+    # state comes in, and an element found by one call may be gone by the next.
+    return page.execute_script(
+        "return Array.from(document.querySelectorAll(arguments[0])).map(e => e.innerText.trim())", css)
 
 
 def attrs(page, css, name):
-    from selenium.webdriver.common.by import By
-    return [e.get_attribute(name) for e in page.find_elements(By.CSS_SELECTOR, css)]
+    return page.execute_script(
+        "return Array.from(document.querySelectorAll(arguments[0])).map(e => e.getAttribute(arguments[1]))",
+        css, name)
 
 
 def test_the_live_page_shows_every_dc_and_every_link_direction(page):
