@@ -56,6 +56,7 @@ import time
 
 from testbed import spec as specmod
 from testbed.emulation import measure, network
+from testbed.emulation.capability import DELAY_BACKENDS
 from testbed.emulation.delay import NoDelay
 from testbed.emulation.network import run_in
 from testbed.topogen import ring_with_chords
@@ -356,8 +357,7 @@ def main(argv=None):
     p.add_argument("--delay", default="10ms")
     p.add_argument("--seconds", type=float, default=8.0)
     p.add_argument("--paced", type=float, default=0.9)
-    p.add_argument("--delay-backend", default="auto",
-                   choices=["auto", "netem", "crelay", "relay", "none"])
+    p.add_argument("--delay-backend", default="auto", choices=[*DELAY_BACKENDS, NoDelay.name])
     p.add_argument("--no-agents", dest="agents", action="store_false",
                    help="skip the agent start measurement")
     p.add_argument("--details", action="store_true", help="print every direction")

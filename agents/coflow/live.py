@@ -41,7 +41,7 @@ from agents.coflow.allocation import EPS
 # two chunks of difference is noise.
 SLACK_CHUNKS = 2
 MIN_SHARE = 1e-9
-ROUNDING = 1e-6           # of a chunk: a gate this close is level
+ROUNDING = 1e-6           # of a chunk: rounding, not bytes
 
 
 def flow_id(cid, i):
@@ -63,6 +63,7 @@ class LiveScheduler:
         self.policy = policy
         self.fabric = fabric
         self.chunk = float(chunk_bytes)
+        self.level = ROUNDING * self.chunk     # a gap this small is rounding: the gate is ahead
         self.slack_bytes = slack_chunks * self.chunk
         self.resyncs = 0          # estimates a sender's report replaced
         self.active = {}          # coflow id -> Coflow, in arrival order
@@ -112,24 +113,22 @@ class LiveScheduler:
 
     def _caught_up(self, key, with_gate):
         """Whether gated flow `key` waits for a gate that with_gate(g) picks."""
-        behind = ROUNDING * self.chunk
-        return any(gap > behind and with_gate(g) for g, gap in self._waiting_on(key))
+        return any(gap > self.level and with_gate(g) for g, gap in self._waiting_on(key))
 
     def _gates_move_in(self):
         """Seconds until the model says a closed flow's gates are all a chunk
         ahead of it, or an open one catches up with a gate that has no
         rate; None if neither is coming."""
-        behind = ROUNDING * self.chunk
         times = []
         for key in self.gates:
             waiting = self._waiting_on(key)
             if key in self.closed:
                 waits = [max(0.0, gap) / self.rates[g] if self.rates.get(g, 0.0) > 0
-                         else (0.0 if gap <= behind else None) for g, gap in waiting]
+                         else (0.0 if gap <= self.level else None) for g, gap in waiting]
                 if waits and None not in waits:
                     times.append(max(waits))
             elif self.rates.get(key, 0.0) > 0:
-                times += [max(0.0, behind - gap) / self.rates[key]
+                times += [max(0.0, self.level - gap) / self.rates[key]
                           for g, gap in waiting if self.rates.get(g, 0.0) <= 0]
         return min(times) if times else None
 
