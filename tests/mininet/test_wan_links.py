@@ -93,7 +93,13 @@ def test_a_live_change_from_20_to_5_mbit_takes_hold_within_2s_and_keeps_the_flow
         before = intervals[: int(change_at) - 1]
         after = intervals[int(change_at + 2.0):]
         expected = 5e6 * measure.GOODPUT_SHARE
-        assert all(abs(x / (20e6 * measure.GOODPUT_SHARE) - 1) <= 0.05 for x in before), mbit
+        # Before it: the old rate within 5% on average.  A single second is
+        # what the receiving application read in it, and a read some 50 ms
+        # late moves about 6% of a second's bytes into the next one (seen in
+        # CI: 20.46 then 19.13 Mbit/s against 19.13), so each within 10%.
+        old = 20e6 * measure.GOODPUT_SHARE
+        assert abs(sum(before) / len(before) / old - 1) <= 0.05, mbit
+        assert all(abs(x / old - 1) <= 0.10 for x in before), mbit
         # From 2 s after the change on: the flow's goodput is within 10% of the
         # new rate, and no second of it stalls (TCP's sawtooth on a small
         # queue moves single seconds by up to ~20%).
