@@ -10,6 +10,21 @@ that differ from the estimate by more than CHANGE_SHARE replace it, so a
 step in the link is followed within two probe periods instead of being
 averaged in slowly.
 
+The two deviating samples must also agree with each other (within
+CHANGE_SHARE): a real step gives two alike readings, while a train a
+saturated CPU delayed reads whatever its lateness made of it.
+
+Once settled, a train that arrived within MIN_SPAN seconds and reads above
+the estimate is a clump, not a sample.  Trains are sized to last at least
+`schedule.USEFUL_TRAIN` at the estimate, so one that spans a few ticks of
+the delay line's clock was released at once (a busy CPU ran the delay line
+or the receiver's softirq late: on a two-core machine carrying 9 DCs, one
+train in six read 25-170x its link), or its link is more than
+USEFUL_TRAIN / MIN_SPAN times faster than the estimate.  For the second
+case, CLUMPS_TO_RISE clumps in a row multiply the estimate by CLUMP_RISE,
+so the next trains are sized longer and become timeable; MIN_SPAN and
+both are our choices.
+
 Until the first proper (non-coarse) train, an estimate is not `settled`: it
 still sizes the next train, but it is held back from the record.  Start-up
 trains are short (nothing is known yet to size them), their head passes the
@@ -24,6 +39,9 @@ import statistics
 WIRE_PER_GOODPUT = 1514 / 1448
 ALPHA = 0.5
 CHANGE_SHARE = 0.3
+MIN_SPAN = 0.005           # seconds: five ticks of the delay line's clock
+CLUMPS_TO_RISE = 3
+CLUMP_RISE = 2.0
 RTT_WINDOW = 5
 
 
@@ -40,15 +58,26 @@ class Estimator:
         self.last_active = None
         self.passive = None
         self.passive_at = None
-        self._deviating = 0
+        self._pending = None           # the last deviating sample, until a second agrees
+        self._clumps_in_row = 0
+        self.clumps = 0
         self.rtts = []
         self.samples = 0
 
-    def add_active(self, t, rate, available=None, coarse=False):
-        """A train's capacity (and available) rate.  A coarse sample (a train
-        too short to time well, e.g. one whose tail a full queue dropped)
+    def add_active(self, t, rate, available=None, coarse=False, span=None):
+        """A train's capacity (and available) rate; `span` is the seconds
+        between its first and last arrival.  A coarse sample (a train too
+        short to time well, e.g. one whose tail a full queue dropped)
         stands in before a proper one exists, and otherwise only counts as
         evidence of a change, never into the average."""
+        if self.settled and span is not None and span < MIN_SPAN and rate > self.bw:
+            self.clumps += 1
+            self._clumps_in_row += 1
+            if self._clumps_in_row >= CLUMPS_TO_RISE:
+                self.bw *= CLUMP_RISE
+                self._clumps_in_row, self._pending = 0, None
+            return
+        self._clumps_in_row = 0
         self.samples += 1
         self.last_active = rate
         self.available = rate if available is None else available
@@ -56,15 +85,16 @@ class Estimator:
         self.settled = self.settled or not coarse
         if self.bw is None or (self.coarse and not coarse):
             self.bw, self.coarse = rate, coarse
-            self._deviating = 0
+            self._pending = None
             return
         if abs(rate - self.bw) > CHANGE_SHARE * self.bw:
-            self._deviating += 1
-            if self._deviating >= 2:
+            if self._pending is not None and abs(rate - self._pending) <= CHANGE_SHARE * self._pending:
                 self.bw, self.coarse = rate, coarse
-                self._deviating = 0
+                self._pending = None
+            else:
+                self._pending = rate
             return
-        self._deviating = 0
+        self._pending = None
         if not coarse:
             self.bw = ALPHA * rate + (1 - ALPHA) * self.bw
 
@@ -92,4 +122,5 @@ class Estimator:
         return {"bw": bw, "active": self.bw, "available": self.available,
                 "passive": self.passive if passive_fresh else None,
                 "rtt": statistics.median(self.rtts) if self.rtts else None,
-                "confidence": round(confidence, 4), "age": age, "settled": self.settled}
+                "confidence": round(confidence, 4), "age": age, "settled": self.settled,
+                "clumps": self.clumps}

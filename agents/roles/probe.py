@@ -48,13 +48,15 @@ class Trains:
         entry[1].append(arrival)
 
     def finished(self, now_real):
-        """[(src, capacity, available, coarse, received, sent)] of trains now over."""
+        """[(src, capacity, available, coarse, span, received, sent)] of
+        trains now over; span is the seconds from first to last arrival."""
         done = []
         for key, (count, times) in list(self.open.items()):
             if len(times) >= count or now_real - times[-1] > TRAIN_IDLE:
                 del self.open[key]
                 if len(times) >= MIN_RECEIVED and times[-1] > times[0]:
-                    done.append((key[0], *dispersion_rates(sorted(times)), len(times), count))
+                    times = sorted(times)
+                    done.append((key[0], *dispersion_rates(times), times[-1] - times[0], len(times), count))
         return done
 
 
@@ -176,8 +178,8 @@ def run(cfg, log):
                         publish(src, now)
                 next_passive = now + 0.5
             sub.poll(0)
-            for src, capacity, available, coarse, got, count in trains.finished(time.time()):
-                estimators[src].add_active(time.monotonic(), capacity, available, coarse)
+            for src, capacity, available, coarse, span, got, count in trains.finished(time.time()):
+                estimators[src].add_active(time.monotonic(), capacity, available, coarse, span)
                 publish(src, time.monotonic())
             wake = min([next_round, next_passive] + [d[0] for d in due[:1]])
             ready, _, _ = select.select([sock], [], [], max(0.0, min(0.05, wake - time.monotonic())))

@@ -2,7 +2,7 @@ import pytest
 
 from agents.probe import schedule
 from agents.probe.estimator import Estimator
-from agents.roles.probe import dispersion_rates
+from agents.roles.probe import Trains, dispersion_rates
 
 FRAME_BITS = 1514 * 8
 
@@ -83,6 +83,59 @@ def test_coarse_samples_count_as_evidence_of_a_change_but_not_into_the_average()
     e.add_active(4, 5e6, coarse=True)
     e.add_active(6, 5.1e6, coarse=True)         # two deviating, even coarse: jump
     assert e.bw == pytest.approx(5.1e6)
+
+
+def test_two_deviating_samples_that_disagree_do_not_replace_the_estimate():
+    e = Estimator(period=2.0)
+    e.add_active(0, 20e6)
+    e.add_active(2, 60e6)                       # deviating up
+    e.add_active(4, 5e6)                        # deviating down: the two disagree
+    assert e.bw == 20e6
+    e.add_active(6, 5.2e6)                      # agrees with 5e6 (4% apart): jump
+    assert e.bw == pytest.approx(5.2e6)
+
+
+def test_once_settled_a_train_released_in_a_clump_is_no_sample():
+    # A 100-frame train, sized for 60 ms at 20 Mbit/s, arrives within 0.8 ms:
+    # 99 frames / 0.8 ms = 1.5 Gbit/s.  Two in a row used to replace the estimate.
+    times = [i * 0.8e-3 / 99 for i in range(100)]
+    capacity, available, coarse = dispersion_rates(times)
+    assert capacity == pytest.approx(99 * FRAME_BITS / 0.8e-3) and coarse
+    e = Estimator(period=2.0)
+    e.add_active(0, 20e6)
+    for t in (2, 4):
+        e.add_active(t, capacity, available, coarse, span=times[-1])
+    assert e.bw == 20e6 and e.clumps == 2 and e.samples == 1
+    e.add_active(6, 19e6, span=0.06)            # a proper train still averages in
+    assert e.bw == pytest.approx(19.5e6)
+
+
+def test_clumps_in_a_row_raise_the_estimate_until_trains_can_be_timed():
+    e = Estimator(period=2.0)
+    e.add_active(0, 20e6)
+    for t in (2, 4, 6):                         # a link 20x faster: 60 ms trains take 3 ms
+        e.add_active(t, 400e6, coarse=True, span=0.003)
+    assert e.bw == 40e6                         # doubled after the third
+    # The next trains are sized for 40 Mbit/s (60 ms) and take 6 ms: timeable.
+    e.add_active(8, 400e6, coarse=True, span=0.006)
+    e.add_active(10, 410e6, coarse=True, span=0.006)
+    assert e.bw == 410e6
+
+
+def test_a_link_four_times_faster_is_followed_by_trains_sized_for_the_old_rate():
+    e = Estimator(period=2.0)
+    e.add_active(0, 20e6)
+    e.add_active(2, 80e6, coarse=True, span=0.015)      # 60 ms at 20 Mbit/s in 15 ms
+    e.add_active(4, 82e6, coarse=True, span=0.015)
+    assert e.bw == 82e6
+
+
+def test_a_finished_train_reports_its_span():
+    trains = Trains()
+    for seq, at in enumerate([0.003, 0.0, 0.001, 0.002] * 3):
+        trains.add("a", 1, seq, 12, at + seq // 4 * 0.01)
+    (src, capacity, available, coarse, span, got, count), = trains.finished(1.0)
+    assert (src, got, count) == ("a", 12, 12) and span == pytest.approx(0.023)
 
 
 def test_fresh_passive_goodput_is_a_floor_on_the_estimate():
