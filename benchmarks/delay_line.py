@@ -55,6 +55,7 @@ import subprocess
 import time
 
 from testbed import spec as specmod
+from testbed.cpu import busy_seconds
 from testbed.emulation import measure, network
 from testbed.emulation.delay import CompiledRelayDelay, NoDelay
 
@@ -71,7 +72,6 @@ IMPLEMENTATIONS = (("python", "relay"), ("compiled", "crelay"))
 BASELINE = "none"
 HOP = "kernel hop"
 TICKS = (0.001, 0.002)                        # the compiled line's clock, and a coarser one
-IDLE_FIELDS = (3, 4)                          # idle iowait in /proc/stat
 PF_KTHREAD = 0x00200000
 REPEATS = 3
 
@@ -90,18 +90,6 @@ def counters(net):
     stats = net.backend.stats()[0]
     return (stats["cpu_s"], sum(d["frames"] for d in stats["dirs"].values()),
             stats.get("wakeups", 0))
-
-
-def machine_busy():
-    """Seconds every CPU of the machine spent busy, counted from an
-    arbitrary start: the time of all CPUs less their idle time.  The idle
-    time is measured exactly, while /proc/stat's busy fields are sampled on
-    the timer tick, which misses most of short bursts of work such as a
-    delay line's 1 ms wake-ups."""
-    with open("/proc/stat") as f:
-        fields = f.readline().split()[1:]
-    idle = sum(int(fields[i]) for i in IDLE_FIELDS) / os.sysconf("SC_CLK_TCK")
-    return time.monotonic() * os.cpu_count() - idle
 
 
 def others_cpu(run_namespaces):
@@ -153,9 +141,9 @@ def cpu_per_frame(net, rate, seconds):
     relay = bool(net.backend.stats())
     namespaces = run_namespaces(net)
     cpu0, frames0, wake0 = counters(net) if relay else (0, 0, 0)
-    busy0, others0, wan0 = machine_busy(), others_cpu(namespaces), measure.wan_frames(net)
+    busy0, others0, wan0 = busy_seconds(), others_cpu(namespaces), measure.wan_frames(net)
     measure.iperf3(net, "east-w0", "west-w0", seconds=seconds)
-    busy1, others1, wan1 = machine_busy(), others_cpu(namespaces), measure.wan_frames(net)
+    busy1, others1, wan1 = busy_seconds(), others_cpu(namespaces), measure.wan_frames(net)
     cpu1, frames1, wake1 = counters(net) if relay else (0, 0, 0)
     machine = (busy1 - busy0 - others_used(others0, others1)) / (wan1 - wan0)
     if not relay:
@@ -240,7 +228,7 @@ def snapshot(net):
     """(machine busy s, wake-ups, frames forwarded, delay-line CPU s, the
     CPU of processes outside the run), counted from arbitrary starts."""
     cpu, frames, wakeups = counters(net)
-    return machine_busy(), wakeups, frames, cpu, others_cpu(run_namespaces(net))
+    return busy_seconds(), wakeups, frames, cpu, others_cpu(run_namespaces(net))
 
 
 def udp_with_ping(net, rate, seconds):

@@ -55,6 +55,7 @@ import tempfile
 import time
 
 from testbed import spec as specmod
+from testbed.cpu import CpuMeter
 from testbed.emulation import measure, network
 from testbed.emulation.capability import DELAY_BACKENDS
 from testbed.emulation.delay import NoDelay
@@ -67,26 +68,6 @@ CPU_FULL = 0.95
 DELAY_LINE_FULL = 0.8      # of each process's core: it also waits on a 1 ms tick
 BASE_PORT = 5301
 FLOW_LIFETIME = 600      # seconds; flows are stopped after their last sweep
-
-
-def idle_seconds():
-    """Seconds all cores have been idle, from /proc/stat.  Idle time is
-    accounted exactly; the busy fields are sampled on the timer tick and
-    miss short wake-ups (the delay line's 1 ms ticks), so busy is taken as
-    what is not idle."""
-    with open("/proc/stat") as f:
-        fields = [int(x) for x in f.readline().split()[1:]]
-    return (fields[3] + fields[4]) / os.sysconf("SC_CLK_TCK")
-
-
-class CpuMeter:
-    def __init__(self):
-        self.start = (time.monotonic(), idle_seconds())
-
-    def busy(self):
-        """Share of all cores busy since the meter started."""
-        elapsed = (time.monotonic() - self.start[0]) * os.cpu_count()
-        return max(0.0, 1.0 - (idle_seconds() - self.start[1]) / elapsed)
 
 
 def directions(net):

@@ -14,6 +14,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from testbed import cpu
 from testbed import spec as specmod
 from testbed.emulation.capability import DELAY_BACKENDS, CapabilityError
 from testbed.units import format_rate, format_time
@@ -294,6 +295,7 @@ def summary_table(summary, title):
                                        f"{overhead} of the link"
                                        + (f", followed changes in {follow}" if follow else ""))
     table.add_row("delay emulated by", summary["environment"].get("delay_backend", "-"))
+    table.add_row("machine CPU", cpu.describe(summary.get("cpu")))
     return table
 
 

@@ -1,18 +1,23 @@
 """Samples every WAN direction once a second: the rate its shaper is set to
 and the bytes it has sent, both as the kernel reports them (`tc -s class
 show`), appended to the run folder's link_samples.jsonl.  The report turns
-them into throughput."""
+them into throughput.  With `cpu_path`, it also appends how busy the
+machine's cores were over each interval (`testbed.cpu`)."""
 
 import json
 import threading
 import time
 
+from testbed.cpu import CpuMeter
 from testbed.emulation.network import NetworkError
 
+
 class LinkSampler:
-    def __init__(self, net, path, interval=1.0):
+    def __init__(self, net, path, interval=1.0, cpu_path=None):
         self.net = net
         self.path = path
+        self.cpu_path = cpu_path
+        self.cpu = CpuMeter()
         self.interval = interval
         self.latest = {}          # (src, dst) -> bit/s over the last interval
         self._prev = {}
@@ -40,6 +45,9 @@ class LinkSampler:
         with open(self.path, "a") as f:
             for r in records:
                 f.write(json.dumps(r) + "\n")
+        if self.cpu_path:
+            with open(self.cpu_path, "a") as f:
+                f.write(json.dumps({"t": now, "busy": self.cpu.lap()}) + "\n")
 
     def _loop(self):
         while not self._stop.is_set():

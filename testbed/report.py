@@ -7,7 +7,7 @@ import os
 import statistics
 
 from agents.events import read_events
-from testbed import bounds, overlay_plot, search_report
+from testbed import bounds, cpu, overlay_plot, search_report
 from testbed.bound import sync_lower_bound
 from testbed.runfolder import RunFolder
 
@@ -261,6 +261,7 @@ def summarize(folder):
         "link_changes": len(changes),
         "probe": probe_quality(events, spec, changes),
         "environment": folder.read_json("env.json", {}),
+        "cpu": cpu.load_summary(read_events(folder.cpu_samples), t0, last),
     }
     folder.write_json("summary.json", summary)
     return summary

@@ -9,6 +9,7 @@
       agents/NAME.json   each agent's config; NAME.jsonl its events; NAME.log its output
       links.jsonl        every live change of a WAN link
       link_samples.jsonl each WAN direction's configured rate and bytes sent, every second
+      cpu_samples.jsonl  the share of the machine's cores busy, every second
       summary.json, *.png   written by the report
 """
 
@@ -27,6 +28,7 @@ class RunFolder:
         self.agents = os.path.join(path, "agents")
         self.links = os.path.join(path, "links.jsonl")
         self.link_samples = os.path.join(path, "link_samples.jsonl")
+        self.cpu_samples = os.path.join(path, "cpu_samples.jsonl")
 
     @classmethod
     def create(cls, root, spec, source_text):

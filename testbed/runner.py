@@ -423,7 +423,7 @@ def run(spec, runs_root, delay_backend="auto", show=print, say=print, on_folder=
         folder.write_json("env.json", environment(net))
         say(f"network up (run {net.state.run_id}); delay by {net.backend.name}: "
             f"{net.backend.description}")
-        sampler = LinkSampler(net, folder.link_samples).start()
+        sampler = LinkSampler(net, folder.link_samples, cpu_path=folder.cpu_samples).start()
         speeds = SpeedSetter(folder)
         engine = dynamics.Engine(
             link=lambda a: net.change_link(a.a, a.b, both=a.both, source="dynamics", **a.changes()),

@@ -60,6 +60,11 @@ def test_the_quickstart_trains_to_its_90_percent_target_and_stops_there(tmp_path
     for link in ("frankfurt->virginia", "tokyo->virginia", "virginia->tokyo"):
         assert summary["wan"][link]["bytes"] > 0
     assert summary["environment"]["delay_backend"] in ("crelay", "relay", "netem")
+    # The machine's load, a sample a second, summed up over the agents' time.
+    cpu_samples = read_events(os.path.join(run, "cpu_samples.jsonl"))
+    assert len(cpu_samples) >= summary["wall_time"] - 2
+    assert 0 < summary["cpu"]["busy"] <= 1 and 0 <= summary["cpu"]["saturated"] <= 1
+    assert "machine CPU" in r.stdout
     for png in ("accuracy.png", "iteration_time.png", "links.png", "overlay.png"):
         assert os.path.getsize(os.path.join(run, png)) > 1000
     assert "final accuracy" in r.stdout
