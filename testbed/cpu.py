@@ -50,14 +50,14 @@ class CpuMeter:
 
 
 def load_summary(samples, t0=None, t1=None):
-    """{cores, busy, saturated} over the samples ([{t, busy}], one per
-    interval) between t0 and t1: the mean share of all cores busy and the
-    share of intervals at or above SATURATED; None without samples."""
-    rows = [s["busy"] for s in samples
-            if (t0 is None or s["t"] >= t0) and (t1 is None or s["t"] <= t1)]
-    if not rows:
+    """{cores, busy, saturated} over the samples ([{t, busy, cores}], one
+    per interval) between t0 and t1: the mean share of all cores busy and
+    the share of intervals at or above SATURATED; None without samples."""
+    kept = [s for s in samples if (t0 is None or s["t"] >= t0) and (t1 is None or s["t"] <= t1)]
+    if not kept:
         return None
-    return {"cores": os.cpu_count(), "busy": sum(rows) / len(rows),
+    rows = [s["busy"] for s in kept]
+    return {"cores": kept[0].get("cores"), "busy": sum(rows) / len(rows),
             "saturated": sum(b >= SATURATED for b in rows) / len(rows)}
 
 
@@ -65,7 +65,8 @@ def describe(load):
     """One line for a run's report."""
     if not load:
         return "-"
-    line = (f"{load['busy'] * 100:.0f}% of {load['cores']} cores busy on average, "
+    cores = f"of {load['cores']} cores " if load.get("cores") else "of the cores "
+    line = (f"{load['busy'] * 100:.0f}% {cores}busy on average, "
             f"{load['saturated'] * 100:.0f}% of the seconds at {SATURATED * 100:.0f}% or more")
     if load["saturated"] >= WARN_SHARE:
         line += ": the emulator, not the WAN, may have set the pace"

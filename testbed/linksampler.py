@@ -5,6 +5,7 @@ them into throughput.  With `cpu_path`, it also appends how busy the
 machine's cores were over each interval (`testbed.cpu`)."""
 
 import json
+import os
 import threading
 import time
 
@@ -17,7 +18,7 @@ class LinkSampler:
         self.net = net
         self.path = path
         self.cpu_path = cpu_path
-        self.cpu = CpuMeter()
+        self.cpu = None           # started at the first sample, so every lap is a full interval
         self.interval = interval
         self.latest = {}          # (src, dst) -> bit/s over the last interval
         self._prev = {}
@@ -45,9 +46,11 @@ class LinkSampler:
         with open(self.path, "a") as f:
             for r in records:
                 f.write(json.dumps(r) + "\n")
-        if self.cpu_path:
+        if self.cpu_path and self.cpu is None:
+            self.cpu = CpuMeter()
+        elif self.cpu_path:
             with open(self.cpu_path, "a") as f:
-                f.write(json.dumps({"t": now, "busy": self.cpu.lap()}) + "\n")
+                f.write(json.dumps({"t": now, "busy": self.cpu.lap(), "cores": os.cpu_count()}) + "\n")
 
     def _loop(self):
         while not self._stop.is_set():
