@@ -232,10 +232,14 @@ def _create(plan, state):
                   autoStaticArp=False)
     # A switch in a namespace of its own: each veth is created in its two
     # nodes' namespaces directly (never in the host's).
-    switches = {dc: net.addSwitch(sw, cls=LinuxBridge, inNamespace=True)
-                for dc, sw in plan.switches}
+    # Each switch gets its datapath ID: Mininet derives one from the first
+    # number in a name, and a run ID of letters only leaves the management
+    # switch's name without one.
+    switches = {dc: net.addSwitch(sw, cls=LinuxBridge, inNamespace=True, dpid=f"{k + 1:x}")
+                for k, (dc, sw) in enumerate(plan.switches)}
     if plan.management:
-        switches[None] = net.addSwitch(plan.management.switch, cls=LinuxBridge, inNamespace=True)
+        switches[None] = net.addSwitch(plan.management.switch, cls=LinuxBridge, inNamespace=True,
+                                       dpid=f"{len(plan.switches) + 1:x}")
     hosts = {h.node: net.addHost(h.node, cls=Host, ip=None) for h in plan.hosts}
     for w in plan.wan:
         if w.relay:

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from testbed.emulation import network
+from testbed.emulation import network, state
 from testbed.emulation.network import run_in
 from tests.mininet.helpers import spec_of
 
@@ -40,4 +40,20 @@ def test_the_management_address_bypasses_the_wan_and_the_rest_does_not():
         # From the router's LAN address: the WAN's 2 x (40 + 40) ms.
         assert rtt(router, far, source=net.plan.router("east").ip) >= 0.15
         # A worker reaches the management address directly, and back.
+        assert rtt(net.node("west-w0"), port.ip) < 0.02
+
+
+def test_a_run_id_of_letters_only_still_builds_the_management_switch(monkeypatch):
+    # Mininet takes a switch's datapath ID from the first number in its
+    # name; the management switch is named after the run ID alone.
+    monkeypatch.setattr(state, "new_run_id", lambda: "beef")
+    spec = spec_of("""
+    datacenters: [{name: east, workers: 1, servers: 1}, {name: west, workers: 1}]
+    wan: [{between: [east, west], bw: 20mbit, delay: 5ms}]
+    experiment: {server_dc: east, coordination: management, workload: synthetic,
+                 model: flat-1000}
+    """)
+    with network.build(spec) as net:
+        assert net.plan.management.switch == "tbbeefm"
+        port = net.plan.management.port("east")
         assert rtt(net.node("west-w0"), port.ip) < 0.02
