@@ -18,7 +18,7 @@ from testbed.sweep import RecipeError, load_recipe, run_sweep
 RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
 ROW_METRICS = ("status", "iterations", "wall_time", "iteration_time", "sync_time", "sync_bound",
                "sync_over_bound", "sync_t_lb", "sync_t_opt", "sync_over_t_lb", "final_accuracy",
-               "time_to_target", "target_accuracy", "model_bytes", "cpu")
+               "time_to_target", "target_accuracy", "model_bytes")
 
 
 def recipes(root=RESULTS):
@@ -58,6 +58,8 @@ def rows_of(record):
         if entry["run"]:
             summary = report.summarize(RunFolder(entry["run"]))
             row.update({k: summary.get(k) for k in ROW_METRICS})
+            cpu = summary.get("cpu") or {}
+            row.update({"cpu_busy": cpu.get("busy"), "cpu_saturated": cpu.get("saturated")})
         else:
             row["status"] = "failed"
         rows.append(row)
