@@ -9,7 +9,7 @@ shares this machine's cores.  Where they are all busy, a train leaves late,
 a relay forwards late and the delay line releases frames in clumps, so the
 times measured are the emulator's, not the WAN's.  On NetStorm's 9-DC WAN
 with a 10 MB model, two cores were busy 95-100% of the run, and the same
-plan synchronized at 2.7x the lower bound at 20/4 Mbit/s but at 1.8x at
+plan synchronized at 2.7-3.3x the lower bound at 20/4 Mbit/s but at 1.8x at
 half those rates (`results/planner-figure/README.md`).
 """
 
