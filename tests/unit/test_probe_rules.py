@@ -97,7 +97,7 @@ def test_two_deviating_samples_that_disagree_do_not_replace_the_estimate():
 
 def test_once_settled_a_train_released_in_a_clump_is_no_sample():
     # A 100-frame train, sized for 60 ms at 20 Mbit/s, arrives within 0.8 ms:
-    # 99 frames / 0.8 ms = 1.5 Gbit/s.  Two in a row used to replace the estimate.
+    # 99 frames / 0.8 ms = 1.5 Gbit/s.  Taken as samples, two in a row would replace the estimate.
     times = [i * 0.8e-3 / 99 for i in range(100)]
     capacity, available, coarse = dispersion_rates(times)
     assert capacity == pytest.approx(99 * FRAME_BITS / 0.8e-3) and coarse
