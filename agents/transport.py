@@ -23,7 +23,8 @@ chunk is in: a one-way transfer time free of the time it queued.
 Pacing (`set_rate(peer, bits_per_s)`, for coflow schedulers and planners
 that give each sender a rate per peer): a paced peer's messages wait in its
 application queue in either mode, and a token bucket over payload bytes
-(burst: one chunk) decides when the next chunk may leave.  Nothing sleeps:
+(burst: one chunk) decides when the next chunk may leave; a sender woken
+late with a backlog makes the lost time up with its next chunk.  Nothing sleeps:
 the receive loop wakes up when the next chunk is due, so an agent keeps
 receiving while its paced data waits.  `paced(peer)` is the rate achieved.
 """
@@ -49,6 +50,10 @@ XFER_LOG_MIN_BYTES = 64 * 1024
 QUEUED_SNDBUF = 256 * 1024
 # Seconds a closing endpoint waits, at most, for its queued messages to leave.
 CLOSE_LINGER = 60.0
+# How far ahead of an exact schedule a paced sender woken late may catch
+# up, in chunks (agents.pacing, `slack`): one chunk covers any wake-up
+# that is less than a whole chunk time late.
+PACE_SLACK_CHUNKS = 1
 
 
 class PeerDead(RuntimeError):
@@ -206,7 +211,8 @@ class Endpoint:
         elif peer in self.buckets:
             self.buckets[peer].set_rate(bits_per_s, time.monotonic())
         else:
-            self.buckets[peer] = TokenBucket(bits_per_s, burst or self.chunk_bytes, time.monotonic())
+            self.buckets[peer] = TokenBucket(bits_per_s, burst or self.chunk_bytes, time.monotonic(),
+                                             slack=PACE_SLACK_CHUNKS * self.chunk_bytes)
             self.meters.setdefault(peer, _PaceMeter())
         self.pump(peer)
 
@@ -247,8 +253,8 @@ class Endpoint:
             except zmq.Again:
                 return False
             if bucket is not None:
-                bucket.take(length, now)
-                self._count_paced(peer, out, length, now)
+                backlog = self._count_paced(peer, out, length, now)
+                bucket.take(length, now, backlog=backlog)
             out.next += 1
         return True
 
@@ -260,6 +266,7 @@ class Endpoint:
         queue = self.outgoing[peer]
         backlog = out.next + 1 < len(out.chunks) or len(queue) > 1
         m.last = now if backlog else None
+        return backlog
 
     def pump(self, peer):
         """Move queued chunks to peer's socket while it takes them and its

@@ -61,7 +61,7 @@ class _Outgoing:
         if not rate:
             self.bucket = None
         elif self.bucket is None:
-            self.bucket = TokenBucket(rate * 8, self.chunk_bytes, now)
+            self.bucket = TokenBucket(rate * 8, self.chunk_bytes, now, slack=self.chunk_bytes)
         else:
             self.bucket.set_rate(rate * 8, now)
 
@@ -166,7 +166,11 @@ def run(cfg, log):
                         wait = min(wait, due)
                         break
                     if o.bucket is not None:
-                        o.bucket.take(o.sizes[o.next], now)
+                        # Backlogged when the chunk after this one may follow
+                        # as soon as its tokens allow (its gates are open).
+                        more = o.next + 1 < len(o.sizes) and \
+                            all(arrived_chunks.get(g, 0) > o.next + 1 for g in o.gate)
+                        o.bucket.take(o.sizes[o.next], now, backlog=more)
                     ep.send(o.dst, {"type": "data", "flow": o.fid, "chunk": o.next,
                                     "chunks": len(o.sizes)}, zeros[:o.sizes[o.next]])
                     o.next += 1

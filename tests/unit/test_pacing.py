@@ -1,6 +1,7 @@
 """Pacing: the token bucket with hand-checked numbers, then an Endpoint
 that paces one peer over real ZeroMQ sockets on loopback."""
 
+import sys
 import threading
 
 import numpy as np
@@ -63,6 +64,35 @@ def test_chunks_smaller_than_the_burst_go_together_until_it_is_spent():
         assert b.delay(MB / 4, 0.0) == 0.0
         b.take(MB / 4, 0.0)
     assert b.delay(MB / 4, 0.0) == pytest.approx(0.25)
+
+
+def test_a_sender_woken_late_with_a_backlog_makes_the_lost_time_up():
+    b = TokenBucket(8e6, burst=MB, now=0.0, slack=MB)
+    b.take(MB, 0.0, backlog=True)
+    # Due at 1.0, woken at 1.3: it goes, and the 0.3 s earned late count,
+    # so the next chunk is due at 2.0 again, not 2.3.
+    assert b.delay(MB, 1.3) == 0.0
+    b.take(MB, 1.3, backlog=True)
+    assert b.delay(MB, 1.3) == pytest.approx(0.7)
+    # 2.5 s late: one chunk of slack is made up at once, the rest is lost.
+    assert b.delay(MB, 4.5) == 0.0
+    b.take(MB, 4.5, backlog=True)
+    assert b.delay(MB, 4.5) == 0.0
+    b.take(MB, 4.5, backlog=True)
+    assert b.delay(MB, 4.5) == pytest.approx(1.0)
+
+
+def test_without_slack_or_backlog_a_late_wake_up_is_lost():
+    tight = TokenBucket(8e6, burst=MB, now=0.0)
+    tight.take(MB, 0.0, backlog=True)
+    tight.take(MB, 1.3, backlog=True)
+    assert tight.delay(MB, 1.3) == pytest.approx(1.0)
+    # An idle sender (nothing queued after its chunk) is not late: 100 s
+    # idle save up one burst, not burst + slack.
+    idle = TokenBucket(8e6, burst=MB, now=0.0, slack=MB)
+    idle.take(MB, 0.0, backlog=False)
+    idle.take(MB, 100.0, backlog=True)
+    assert idle.delay(MB, 100.0) == pytest.approx(1.0)
 
 
 @pytest.mark.parametrize("rate,burst", [(0, MB), (-1, MB), (None, MB), (8e6, 0)])
@@ -170,6 +200,40 @@ def test_a_rate_change_mid_message_takes_hold_at_once(trio):
     achieved = [before[0] * 8 / before[1], (after[0] - before[0]) * 8 / (after[1] - before[1])]
     assert achieved[0] / RATE == pytest.approx(1.0, abs=0.10), achieved
     assert achieved[1] / (2 * RATE) == pytest.approx(1.0, abs=0.10), achieved
+
+
+def test_a_sender_that_gets_the_cpu_late_still_keeps_its_rate(trio):
+    """Another thread of the sender's process holds the GIL for up to 20 ms
+    at a time, so the sender (and its receiver, in the same process) wakes
+    for each chunk, 65 ms apart at 32 Mbit/s, up to 20-40 ms late.  Lost
+    each time, that would leave about 65 / (65 + 20) = 0.76 of the rate;
+    made up, only the first wake-up's delay is lost, at most 40 ms of the
+    2 s the 8 MB take: 0.98."""
+    a, b, _ = trio
+    rate, tensor = 2 * RATE, np.zeros(2_000_000, np.float32)
+    stop = threading.Event()
+
+    def hog():
+        while not stop.is_set():
+            sum(range(1000))
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(0.02)
+    spinner = threading.Thread(target=hog)
+    try:
+        spinner.start()
+        a.set_rate("b", rate)
+        to_b, at_b = receive_in_background(b)
+        a.send("b", {"type": "t"}, tensor)
+        a.flush(timeout=30)
+        to_b.join(timeout=30)
+    finally:
+        stop.set()
+        spinner.join()
+        sys.setswitchinterval(interval)
+    sent, seconds = a.paced("b")
+    assert at_b and sent == tensor.nbytes - CHUNK
+    assert 0.93 <= sent * 8 / seconds / rate <= 1.05, sent * 8 / seconds
 
 
 def two_endpoints():
