@@ -12,10 +12,12 @@ a time, resumable.
       axes: {worker_dcs: [2, 3], experiment.seed: [0]}
       set: {experiment.model: flat-250000}
 
-Besides dotted paths, four axes transform the topology: `worker_dcs`,
-`workers` (per DC that has workers), `bw_scale` (every WAN rate) and
-`variant`, whose values are named bundles of dotted paths, for settings
-that are not a cross product (a system and its ablations, say):
+Besides dotted paths, five axes transform the topology: `worker_dcs`,
+`workers` (per DC that has workers), `bw_scale` (every WAN rate),
+`dynamics_every` (the period of every generated rate change, `every` of
+each dynamics entry that has one) and `variant`, whose values are named
+bundles of dotted paths, for settings that are not a cross product (a
+system and its ablations, say):
 
       variant:
         - {name: star, experiment.overlay: ps}
@@ -47,7 +49,7 @@ from testbed.units import format_rate, parse_rate
 
 log = logging.getLogger(__name__)
 RECIPE_KEYS = {"id", "title", "base", "axes", "set", "quick", "description"}
-TRANSFORMS = ("worker_dcs", "workers", "bw_scale", "variant")
+TRANSFORMS = ("worker_dcs", "workers", "bw_scale", "dynamics_every", "variant")
 TOP_KEYS = {"name", "datacenters", "wan", "lan", "preset_bw_scale", "experiment", "search", "dynamics"}
 
 
@@ -207,6 +209,16 @@ def scale_bandwidth(doc, factor):
                 scale(w[d])
 
 
+def retime_dynamics(doc, every):
+    """Every generated rate change (a dynamics entry with an `every`) at
+    period `every`; the spec checks the value like any other."""
+    timed = [d for d in doc.get("dynamics") or [] if isinstance(d, dict) and "every" in d]
+    if not timed:
+        raise RecipeError(f"dynamics_every={every}: the base has no generated rate changes to re-time")
+    for entry in timed:
+        entry["every"] = every
+
+
 def apply(doc, axis, value):
     if axis == "worker_dcs":
         keep_worker_dcs(doc, value)
@@ -216,6 +228,8 @@ def apply(doc, axis, value):
                 dc["workers"] = value
     elif axis == "bw_scale":
         scale_bandwidth(doc, value)
+    elif axis == "dynamics_every":
+        retime_dynamics(doc, value)
     elif axis == "variant":
         for key, v in value.items():
             if key != "name":

@@ -66,6 +66,19 @@ def test_bandwidth_scale_and_workers_axes():
     assert [d.get("workers", 0) for d in doc["datacenters"]] == [3, 0, 3, 3]
 
 
+def test_the_dynamics_period_axis_retimes_every_generator_and_leaves_traces_alone():
+    doc = yaml.safe_load(BASE)
+    doc["dynamics"] = [
+        {"generator": "uniform", "link": ["a", "core"], "low": "1mbit", "high": "5mbit", "every": "10s"},
+        {"generator": "random_walk", "link": ["b", "core"], "low": "1mbit", "high": "5mbit",
+         "step": "1mbit", "every": "2s"},
+        {"trace": "t.csv", "link": ["ps", "core"]}]
+    W.apply(doc, "dynamics_every", "50s")
+    assert [d.get("every") for d in doc["dynamics"]] == ["50s", "50s", None]
+    with pytest.raises(W.RecipeError, match="no generated rate changes"):
+        W.apply(yaml.safe_load(BASE), "dynamics_every", "50s")
+
+
 def test_asking_for_more_dcs_than_the_base_has_is_refused():
     with pytest.raises(W.RecipeError, match="only 3 DCs with workers"):
         W.keep_worker_dcs(yaml.safe_load(BASE), 4)
