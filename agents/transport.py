@@ -50,10 +50,10 @@ XFER_LOG_MIN_BYTES = 64 * 1024
 QUEUED_SNDBUF = 256 * 1024
 # Seconds a closing endpoint waits, at most, for its queued messages to leave.
 CLOSE_LINGER = 60.0
-# How far ahead of an exact schedule a paced sender woken late may catch
-# up, in chunks (agents.pacing, `slack`): one chunk covers any wake-up
-# that is less than a whole chunk time late.
-PACE_SLACK_CHUNKS = 1
+# Seconds of its rate a paced sender woken late may make up
+# (agents.pacing, `catch_up`): more than a busy two-core machine makes
+# it wait, less than a burst worth filling a WAN link's queue with.
+PACE_CATCH_UP = 0.05
 
 
 class PeerDead(RuntimeError):
@@ -212,7 +212,7 @@ class Endpoint:
             self.buckets[peer].set_rate(bits_per_s, time.monotonic())
         else:
             self.buckets[peer] = TokenBucket(bits_per_s, burst or self.chunk_bytes, time.monotonic(),
-                                             slack=PACE_SLACK_CHUNKS * self.chunk_bytes)
+                                             catch_up=PACE_CATCH_UP)
             self.meters.setdefault(peer, _PaceMeter())
         self.pump(peer)
 

@@ -32,7 +32,7 @@ import numpy as np
 
 from agents.dataplane.node import endpoint
 from agents.pacing import TokenBucket
-from agents.transport import RecvTimeout
+from agents.transport import PACE_CATCH_UP, RecvTimeout
 
 QUEUED_CHUNKS = 2
 IDLE_WAIT = 0.2       # seconds a machine with nothing to send waits for a message
@@ -61,7 +61,7 @@ class _Outgoing:
         if not rate:
             self.bucket = None
         elif self.bucket is None:
-            self.bucket = TokenBucket(rate * 8, self.chunk_bytes, now, slack=self.chunk_bytes)
+            self.bucket = TokenBucket(rate * 8, self.chunk_bytes, now, catch_up=PACE_CATCH_UP)
         else:
             self.bucket.set_rate(rate * 8, now)
 

@@ -67,14 +67,14 @@ def test_chunks_smaller_than_the_burst_go_together_until_it_is_spent():
 
 
 def test_a_sender_woken_late_with_a_backlog_makes_the_lost_time_up():
-    b = TokenBucket(8e6, burst=MB, now=0.0, slack=MB)
+    b = TokenBucket(8e6, burst=MB, now=0.0, catch_up=1.0)     # 1 s of 1 MB/s
     b.take(MB, 0.0, backlog=True)
     # Due at 1.0, woken at 1.3: it goes, and the 0.3 s earned late count,
     # so the next chunk is due at 2.0 again, not 2.3.
     assert b.delay(MB, 1.3) == 0.0
     b.take(MB, 1.3, backlog=True)
     assert b.delay(MB, 1.3) == pytest.approx(0.7)
-    # 2.5 s late: one chunk of slack is made up at once, the rest is lost.
+    # 2.5 s late: one second's bytes are made up at once, the rest is lost.
     assert b.delay(MB, 4.5) == 0.0
     b.take(MB, 4.5, backlog=True)
     assert b.delay(MB, 4.5) == 0.0
@@ -82,14 +82,32 @@ def test_a_sender_woken_late_with_a_backlog_makes_the_lost_time_up():
     assert b.delay(MB, 4.5) == pytest.approx(1.0)
 
 
-def test_without_slack_or_backlog_a_late_wake_up_is_lost():
+def test_the_catch_up_is_counted_in_seconds_of_the_rate_not_in_chunks():
+    # 0.05 s at 8 Mbit/s is 50 KB: a sender 0.5 s late with 10 KB chunks
+    # sends five of them at once beyond its burst of one, not fifty.
+    b = TokenBucket(8e6, burst=10_000, now=0.0, catch_up=0.05)
+    b.take(10_000, 0.0, backlog=True)
+    at_once = 0
+    while b.delay(10_000, 0.51) == 0.0:
+        b.take(10_000, 0.51, backlog=True)
+        at_once += 1
+    assert at_once == 6
+    b.set_rate(80e6, 1.0)                     # ten times the rate: 500 KB
+    at_once = 0
+    while b.delay(10_000, 2.0) == 0.0:
+        b.take(10_000, 2.0, backlog=True)
+        at_once += 1
+    assert at_once == 51
+
+
+def test_without_catch_up_or_backlog_a_late_wake_up_is_lost():
     tight = TokenBucket(8e6, burst=MB, now=0.0)
     tight.take(MB, 0.0, backlog=True)
     tight.take(MB, 1.3, backlog=True)
     assert tight.delay(MB, 1.3) == pytest.approx(1.0)
     # An idle sender (nothing queued after its chunk) is not late: 100 s
-    # idle save up one burst, not burst + slack.
-    idle = TokenBucket(8e6, burst=MB, now=0.0, slack=MB)
+    # idle save up one burst, not burst + catch-up.
+    idle = TokenBucket(8e6, burst=MB, now=0.0, catch_up=1.0)
     idle.take(MB, 0.0, backlog=False)
     idle.take(MB, 100.0, backlog=True)
     assert idle.delay(MB, 100.0) == pytest.approx(1.0)
