@@ -24,7 +24,8 @@ Pacing (`set_rate(peer, bits_per_s)`, for coflow schedulers and planners
 that give each sender a rate per peer): a paced peer's messages wait in its
 application queue in either mode, and a token bucket over payload bytes
 (burst: one chunk) decides when the next chunk may leave; a sender woken
-late with a backlog makes the lost time up with its next chunk.  Nothing sleeps:
+late with a backlog makes up to PACE_CATCH_UP seconds of lost time up with
+its next chunks.  Nothing sleeps:
 the receive loop wakes up when the next chunk is due, so an agent keeps
 receiving while its paced data waits.  `paced(peer)` is the rate achieved.
 """
