@@ -31,7 +31,7 @@ NAMES = {"star": "PS star", "mlnet": "MLNET", "tsengine": "TSEngine", "netstorm"
 NETWORKS = {"static-1mb": "9-DC static\n1 MB", "static-10mb": "9-DC static\n10 MB",
             "dynamic-2mb": "9-DC dynamic\n10 s, 2.5 MB", "dynamic50-2mb": "9-DC dynamic\n50 s, 2.5 MB",
             "ps-10mb": "ps-scaling\n10 MB"}
-DYNAMIC = {"dynamic-2mb": "-", "dynamic50-2mb": "--"}      # line style per dynamic setting
+DYNAMIC = {"dynamic-2mb": ("-", "10 s"), "dynamic50-2mb": ("--", "50 s")}   # line style, redraw period
 LEVELS = (0.90, 0.95)
 COLUMNS = ("network", "system", "status", "iterations", "model_mb", "sync_s", "t_lb_s",
            "sync_over_t_lb", "settled_over_t_lb", "planned_s", "planned_true_s",
@@ -158,11 +158,10 @@ def draw(rows, out_dir, recipe):
     bars.set(yscale="log", ylabel="sync time / t_lb (median over iterations)",
              title="sync time per iteration over the lower bound (dashes: 1.2)")
     bars.legend(fontsize=7)
-    for network, style in DYNAMIC.items():
+    for network, (style, every) in DYNAMIC.items():
         for i, system in enumerate(SYSTEMS):
             points = series.get((network, system))
             if points:
-                every = "50 s" if network.startswith("dynamic50") else "10 s"
                 dynamic.plot([it for it, _, _ in points], [s / b for _, s, b in points], style, marker="o",
                              color=f"C{i}", label=f"{NAMES[system]}, redrawn every {every}")
     dynamic.set(xlabel="iteration", ylabel="sync time / t_lb then",
