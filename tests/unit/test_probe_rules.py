@@ -23,7 +23,20 @@ def test_cross_traffic_slows_the_train_but_not_the_capacity_estimate():
         t += gap * (21 if i == 50 else 1)
     capacity, available, _ = dispersion_rates(times)
     assert capacity == pytest.approx(20e6, rel=0.01)
-    assert available == pytest.approx(165 * FRAME_BITS / (185 * gap))
+    # counted from frame 1, the last within the head's millisecond: 164 frames in 184 gaps
+    assert available == pytest.approx(164 * FRAME_BITS / (184 * gap))
+
+
+def test_a_shapers_burst_at_the_head_of_a_train_is_not_counted():
+    # 2 Mbit/s behind HTB with a two-frame bucket: frames 0-2 leave at once
+    # (the bucket and the frame in service), then one every 6.056 ms.  From
+    # frame 0 that is 15 frames in 13 gaps, 15% over the rate; from frame 2,
+    # the last of the head, 13 in 13.
+    gap = FRAME_BITS / 2e6
+    times = [0.0, 20e-6, 40e-6] + [40e-6 + k * gap for k in range(1, 14)]
+    capacity, available, coarse = dispersion_rates(times)
+    assert available == pytest.approx(2e6, rel=0.01) and capacity == pytest.approx(2e6, rel=0.01)
+    assert not coarse
 
 
 def test_a_short_train_is_coarse():
