@@ -21,6 +21,12 @@ measurement, and multipath relaying (see `netstorm` for the algorithm).
   hop's queue holds more than 2L messages and that hop's fewer than L;
   the path rides in the header (`to`, `route`, `from`) and relays forward
   by it, so a message never changes route in flight.
+- **Leaving.** A server done with its last iteration may still be on the
+  path of another's detour, so where detours can happen it tells every
+  other server it is done (`farewell`) and stays, relaying, until each of
+  them has said the same (`lingering`).  A detour ends at a server that
+  needs it to finish, so once every server has said it is done, none is
+  left on the way.
 """
 
 import numpy as np
@@ -59,6 +65,7 @@ class Node:
         self.acc = {}             # source DC -> [bytes, seconds, samples]
         self.reported = {}        # source DC -> last reported rate
         self.counters = {"detoured": 0, "relayed": 0, "speed_reports": 0}
+        self.farewells = set()    # servers that said they are done
 
     # ------------------------------------------------------------ queries
 
@@ -76,6 +83,24 @@ class Node:
         out = {self.coordinator} if self.pending else set()
         tree = self.trees.get(self.latest)
         return sorted(out | set(tree.upstream() if tree else ()))
+
+    def detours(self):
+        """True where this node's overlay may send a message through another
+        DC's server on a path the plan does not name."""
+        return self.server and self.route is not None and bool(self.opt.get("multipath"))
+
+    def farewell(self):
+        """Messages that tell every other server this one is done."""
+        if not self.detours():
+            return []
+        return [(peer, {"type": "ns_farewell"}, None) for peer in sorted(self.nodes.values())
+                if peer != self.name]
+
+    def lingering(self):
+        """The servers this one waits to hear `farewell` from before it leaves."""
+        if not self.detours():
+            return []
+        return sorted(set(self.nodes.values()) - self.farewells - {self.name})
 
     def done(self, it):
         v = self.version_of.get(it)
@@ -103,6 +128,9 @@ class Node:
     def on_message(self, sender, header, payload):
         if header["type"] == "ns_policy":
             return self._released(header)
+        if header["type"] == "ns_farewell":
+            self.farewells.add(sender)
+            return []
         if header.get("to", self.name) != self.name:
             return [self._forward(header, payload)]
         out = self._measure(sender, header, payload)

@@ -8,6 +8,7 @@ import time
 
 from agents.dataplane.node import build_node, data_plane
 from agents.sync import SCHEMES, settings
+from agents.transport import PeerDead
 from agents.workload import parameters_for
 
 
@@ -40,9 +41,29 @@ def aggregate(cfg, log):
             it += 1
             if stop:
                 break
+        linger(plane, node, log)
         log("done", iterations=it, bytes_in=sum(plane.ep.bytes_received.values()),
             bytes_out=sum(plane.ep.bytes_sent.values()), **getattr(node, "counters", {}))
         finished = True
     finally:
         # Only a normal end waits for its last data to leave.
         plane.close(drain=finished)
+
+
+def linger(plane, node, log):
+    """Stay, relaying, until every server the node waits for is done too
+    (an overlay whose messages may detour through this server); a server
+    that died meanwhile sends no more."""
+    farewell = node.farewell() if hasattr(node, "farewell") else []
+    if not farewell:
+        return
+    t0 = time.monotonic()
+    plane.send(farewell)
+    dead = None
+    while node.lingering():
+        try:
+            plane.poll(timeout=0.2, watch=node.lingering())
+        except PeerDead as e:
+            dead = e.peer
+            break
+    log("linger", seconds=time.monotonic() - t0, dead=dead)

@@ -122,12 +122,14 @@ def test_multipath_detours_only_when_the_primary_queue_is_long_and_the_auxiliary
     assert node.route("d1-s0", header, queues.get) == ("d1-s0", header)
 
 
-def simulate(lay, iterations, seed, replan_chance, detour_chance):
+def simulate(lay, iterations, seed, replan_chance, detour_chance, leave=False):
     """Runs every node and the coordinator in memory as they run for real:
     each node starts iteration t + 1 as soon as it is done with t, so
     iterations overlap across nodes; messages go in a random order (FIFO
     per ordered pair), re-plans come at random moments, and messages
-    detour at random.  Returns ({it: {node: version}}, {it: {worker:
+    detour at random.  With `leave`, a node done with its last iteration
+    says farewell and leaves once it is not lingering, and what is sent to
+    it after that is lost.  Returns ({it: {node: version}}, {it: {worker:
     values}}, [sums], coordinator decisions, messages detoured)."""
     rng = random.Random(seed)
     rule = Recorder()
@@ -140,6 +142,11 @@ def simulate(lay, iterations, seed, replan_chance, detour_chance):
     sums = [sum(c.values()) for c in contributions]
     released, results, clock, detours, queues = {}, {}, 0.0, [0], {}
     at = dict.fromkeys(everyone, 0)
+    gone = set()
+
+    def depart(name):
+        if leave and at[name] == iterations and not nodes[name].lingering():
+            gone.add(name)
 
     def post(src, messages):
         for dst, header, payload in messages:
@@ -157,6 +164,9 @@ def simulate(lay, iterations, seed, replan_chance, detour_chance):
             at[name] += 1
             if at[name] < iterations:
                 post(name, nodes[name].start(at[name], contributions[at[name]].get(name)))
+            elif leave:
+                post(name, nodes[name].farewell())
+        depart(name)
 
     order = list(everyone)
     rng.shuffle(order)
@@ -173,6 +183,8 @@ def simulate(lay, iterations, seed, replan_chance, detour_chance):
         header, payload = queues[(src, dst)].pop(0)
         if not queues[(src, dst)]:
             del queues[(src, dst)]
+        if dst in gone:
+            continue
         if header["type"] == "ns_policy":
             released.setdefault(header["it"], {})[dst] = header["version"]
         post(dst, nodes[dst].on_message(src, header, None if payload is None else payload.copy()))
@@ -210,3 +222,29 @@ def test_the_simulation_does_replan_and_detour_so_the_property_is_not_vacuous():
     versions = {next(iter(v.values())) for v in released.values()}
     assert len(versions) > 2 and any(d["decision"] == "replan" for d in decisions)
     assert detours > 0
+
+
+def test_a_server_done_with_the_last_iteration_stays_to_relay_others_detours():
+    # With every message detoured where it can be, some detour passes a
+    # server that has finished: leaving at once, it would take it along.
+    lay = layout(5, [1, 1, 1, 1, 1], size=30, piece=3, multipath=1)
+    for seed in range(20):
+        _, results, sums, _, detours = simulate(lay, 2, seed, replan_chance=0.0,
+                                                detour_chance=1.0, leave=True)
+        assert detours > 0
+        for it in range(2):
+            for w, values in results[it].items():
+                np.testing.assert_array_equal(values, sums[it], err_msg=f"{w} iteration {it}")
+
+
+def test_only_servers_whose_messages_may_detour_wait_for_farewells():
+    lay = layout(3, multipath=1)
+    server = ns.Node("d0-s0", lay, 1, Recorder().fold, "coord")
+    assert [dst for dst, _, _ in server.farewell()] == ["d1-s0", "d2-s0"]
+    assert server.lingering() == ["d1-s0", "d2-s0"]
+    server.on_message("d2-s0", {"type": "ns_farewell"}, None)
+    assert server.lingering() == ["d1-s0"]
+    worker = ns.Node("d0-w0", lay, 1, Recorder().fold, "coord")
+    assert worker.farewell() == [] and worker.lingering() == []
+    single = ns.Node("d0-s0", layout(3, multipath=0), 1, Recorder().fold, "coord")
+    assert single.farewell() == [] and single.lingering() == []
