@@ -18,7 +18,8 @@ KEYS = {"sync", "overlay", "server_dc", "workload", "model", "dataset", "data_di
         "overlay_options", "sync_options", "coordination",
         "dead_after", "probe"}
 STOP_KEYS = {"iterations", "time", "accuracy"}
-PROBE_KEYS = {"period", "budget", "train"}
+PROBE_KEYS = {"period", "budget", "train", "pairs"}
+PROBE_PAIRS = ("all", "neighbours")
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,7 @@ class ProbeSettings:
     period: float = 2.5        # seconds between two trains of a pair
     budget: float = 0.05       # share of each link direction's capacity for probe bytes
     train_time: float = 0.1    # a train's length at the link's rate
+    pairs: str = "all"         # every ordered DC pair, or only those a WAN link joins
 
 
 @dataclass(frozen=True)
@@ -197,7 +199,7 @@ def parse(raw, datacenters, error, check_keys):
         if settings is True:
             settings = {}
         if not isinstance(settings, dict):
-            raise error(p("probe"), "must be a mapping of period, budget, train (or true)")
+            raise error(p("probe"), "must be a mapping of period, budget, train, pairs (or true)")
         check_keys(settings, PROBE_KEYS, "experiment.probe")
         budget = settings.get("budget", "5%")
         try:
@@ -206,9 +208,13 @@ def parse(raw, datacenters, error, check_keys):
             raise error(p("probe.budget"), str(e)) from None
         if not 0 < budget <= 0.5:
             raise error(p("probe.budget"), f"{settings['budget']!r} must be above 0% and at most 50%")
+        pairs = settings.get("pairs", "all")
+        if pairs not in PROBE_PAIRS:
+            raise error(p("probe.pairs"), f"{pairs!r} is not one of {', '.join(PROBE_PAIRS)}")
         probe = ProbeSettings(period=duration(p("probe.period"), settings.get("period", "2500ms")),
                               budget=budget,
-                              train_time=duration(p("probe.train"), settings.get("train", "100ms")))
+                              train_time=duration(p("probe.train"), settings.get("train", "100ms")),
+                              pairs=pairs)
 
     return Experiment(
         sync=sync, sync_options=sync_options, overlay=overlay, overlay_options=overlay_options,

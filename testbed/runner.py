@@ -149,12 +149,14 @@ def probe_settings(spec, configs, probe=None):
     """Probe settings shared by all probes: every ordered DC pair with the
     link directions its route crosses (for the budget and the slots), the
     route's one-way delay plus jitter and its slowest configured rate (for
-    the slots' width), and one epoch the probes count periods from.
+    the slots' width), and one epoch the probes count periods from.  With
+    `pairs: neighbours`, only the pairs the routers send over one link.
 
     The epoch is CLOCK_MONOTONIC, a little ahead so the probes have started
     by then: every network namespace reads the same monotonic clock, and
     unlike the wall clock it never steps, so no probe skips or repeats a
     slot when the time is set.  `probe` defaults to the experiment's."""
+    probe = probe or spec.experiment.probe
     paths = router_paths(spec)
     pairs = []
     for src in spec.datacenters:
@@ -162,12 +164,13 @@ def probe_settings(spec, configs, probe=None):
             if src is dst:
                 continue
             path = paths[f"{src.name}>{dst.name}"]
+            if probe.pairs == "neighbours" and len(path) > 2:
+                continue
             links = [list(link) for link in zip(path, path[1:])]
             ways = [spec.link(a, b).direction(a, b) for a, b in links]
             pairs.append({"src": src.name, "dst": dst.name, "links": links,
                           "delay": sum(d.delay + d.jitter for d in ways),
                           "rate": min(d.rate for d in ways)})
-    probe = probe or spec.experiment.probe
     return {"period": probe.period, "budget": probe.budget, "train_time": probe.train_time,
             "epoch": time.monotonic() + PROBE_LEAD,
             "pub_port": PROBE_PORT + 1, "pairs": pairs, "agent_dcs": {c.name: c.dc for c in configs}}

@@ -69,6 +69,7 @@ def test_a_file_without_an_experiment_has_none():
     ("chunk: 10b\n", "experiment.chunk", "between 1kib and 1gib"),
     ("sycn: ssgd\n", "experiment.sycn", "did you mean 'sync'"),
     ("partition: skewed\n", "experiment.partition", "unknown partition"),
+    ("probe: {pairs: some}\n", "experiment.probe.pairs", "'some' is not one of all, neighbours"),
 ])
 def test_each_experiment_mistake_names_its_path(exp, path, words):
     with pytest.raises(S.SpecError) as e:

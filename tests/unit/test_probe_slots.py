@@ -110,3 +110,15 @@ def test_slots_of_random_rings_with_chords_never_share_a_link_and_keep_the_budge
     # Probe bits per period on each link direction stay within the budget.
     for link, bits in load.items():
         assert bits <= budget * rate[link] * t.period * (1 + 1e-9), link
+
+
+def test_with_neighbours_only_each_link_direction_is_probed_by_its_own_pair_alone():
+    # A 6-ring with chords 0-3 and 2-5: 8 links, so 16 of the 30 ordered pairs.
+    spec = ring_with_chords(6, [0, 2], [20, 5], [10, 30])
+    everyone = probe_settings(spec, [], probe=ProbeSettings())["pairs"]
+    near = probe_settings(spec, [], probe=ProbeSettings(pairs="neighbours"))["pairs"]
+    assert len(everyone) == 30 and len(near) == 16
+    assert all(q["links"] == [[q["src"], q["dst"]]] for q in near)
+    assert {link for q in near for link in map(tuple, q["links"])} == \
+        {link for q in everyone for link in map(tuple, q["links"])}
+    assert near == [q for q in everyone if len(q["links"]) == 1]
