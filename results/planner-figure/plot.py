@@ -29,6 +29,7 @@ SYSTEMS = ("star", "mlnet", "tsengine", "netstorm", "optimal")
 NAMES = {"star": "PS star", "mlnet": "MLNET", "tsengine": "TSEngine", "netstorm": "NetStorm",
          "optimal": "planner"}
 NETWORKS = {"static-1mb": "9-DC static\n1 MB", "static-10mb": "9-DC static\n10 MB",
+            "static-10mb-quarter": "9-DC static\n10 MB, \u00bc rate",
             "dynamic-2mb": "9-DC dynamic\n10 s, 2.5 MB", "dynamic50-2mb": "9-DC dynamic\n50 s, 2.5 MB",
             "ps-10mb": "ps-scaling\n10 MB"}
 DYNAMIC = {"dynamic-2mb": ("-", "10 s"), "dynamic50-2mb": ("--", "50 s")}   # line style, redraw period
