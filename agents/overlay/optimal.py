@@ -15,7 +15,9 @@ estimate of the DC pair the link joins (the highest of the last
 `estimate_memory` seconds, see `optimal_policy`) where the routers send
 that pair over it, as wire rate times 1448/1514; otherwise the most any estimated pair whose route crosses
 the link gets (a path is as fast as its slowest link, so that is a floor);
-a link nothing crosses yet counts as the slowest known one.  A
+a link nothing crosses yet counts as the slowest known one (with
+`experiment.probe: {pairs: neighbours}` every link direction has a pair of
+its own, probed as often as the budget allows).  A
 connection's delay is half the pair's estimated RTT.  The routes are the ones the routers take
 (`layout.routes`): a connection between two agents is held to that path,
 so no extra routes are needed (where every DC hosts an agent, Edmonds'
