@@ -558,7 +558,7 @@ def sweep(recipe_file, quick, delay_backend, runs_root, cluster_address):
         task = bar.add_task(recipe.id, total=len(recipe.settings()))
         try:
             record = run_sweep(recipe, sweep_dir,
-                               lambda planned: run_locally(planned, delay_backend),
+                               lambda planned: run_locally(planned, delay_backend, out.print),
                                lambda done, total, text: bar.update(task, completed=done,
                                                                     description=f"{recipe.id}: {text}"),
                                execute)

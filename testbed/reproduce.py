@@ -11,9 +11,9 @@ its own folder, so the checked-in figure stays the full one.
 import importlib.util
 import os
 
-from testbed import report, runner
+from testbed import report
 from testbed.runfolder import RunFolder
-from testbed.sweep import RecipeError, load_recipe, run_sweep
+from testbed.sweep import RecipeError, load_recipe, run_locally, run_sweep
 
 RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
 ROW_METRICS = ("status", "iterations", "wall_time", "iteration_time", "sync_time", "sync_bound",
@@ -84,14 +84,8 @@ def reproduce(recipe_id, quick, runs_root, out_dir=None, delay_backend="auto", s
     recipe = load_recipe(recipe_path(recipe_id), quick=quick)
     sweep_dir = os.path.join(runs_root, "sweeps", recipe.id + ("-quick" if quick else ""))
 
-    def run_one(planned):
-        outcome = runner.run(planned.spec, planned.folder, delay_backend,
-                             show=lambda line: None, say=lambda line: None)
-        if outcome.status != "completed":
-            say(f"{planned.setting.label}: failed: {outcome.reason.splitlines()[0]}")
-        return outcome.folder.path
-
-    record = run_sweep(recipe, sweep_dir, run_one, progress, execute)
+    record = run_sweep(recipe, sweep_dir, lambda planned: run_locally(planned, delay_backend, say),
+                       progress, execute)
     rows = rows_of(record)
     out_dir = out_dir or (sweep_dir if quick else recipe.folder)
     return rows, draw(recipe, rows, out_dir)

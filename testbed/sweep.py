@@ -331,15 +331,18 @@ def attempt(p, run_one):
 SKIPPED = "skipped (already completed)"
 
 
-def run_locally(planned, delay_backend):
+def run_locally(planned, delay_backend, say=lambda line: None):
     """One setting's run on this machine: what a sweep does for each setting,
-    here or as a task on a machine of a cluster.  Returns the run folder."""
+    here or as a task on a machine of a cluster.  Returns the run folder;
+    say() hears why a setting failed."""
     from testbed import runend, runner
     outcome = runner.run(planned.spec, planned.folder, delay_backend, show=lambda line: None,
                          say=lambda line: None)
     if outcome.stopped_by == runend.INTERRUPTED:
         # Ctrl-C ends the sweep, not only this setting; running it again resumes.
         raise KeyboardInterrupt
+    if outcome.status != "completed":
+        say(f"{planned.setting.label}: failed: {outcome.reason.splitlines()[0]}")
     return outcome.folder.path
 
 

@@ -201,19 +201,47 @@ def test_a_list_valued_axis_gets_a_short_distinct_label():
     assert len(long.label) == MAX_LABEL and long.label != Setting(long.values[:9]).label
 
 
-def test_ctrl_c_during_a_local_setting_ends_the_sweep(tmp_path, monkeypatch):
-    from testbed import runend, runner
-    r = W.load_recipe(recipe_at(tmp_path, RECIPE))
+def runs_that_end(monkeypatch, stopped_by, reason):
+    """Replace the runner by one whose runs end at once, as `stopped_by`
+    says, each with its folder written; returns the list of runs started."""
+    from testbed import runner
     calls = []
 
-    def interrupted_run(spec, runs_root, delay_backend, show, say):
-        # The runner turns Ctrl-C into an interrupted run with its folder written.
+    def run(spec, runs_root, delay_backend, show, say):
         calls.append(runs_root)
         folder = RunFolder.create(runs_root, spec, "")
-        folder.set_status("interrupted", "interrupted by the user")
-        return runner.Outcome("interrupted", "interrupted by the user", folder, runend.INTERRUPTED)
+        folder.set_status("failed", reason, stopped_by=stopped_by)
+        return runner.Outcome("failed", reason, folder, stopped_by)
 
-    monkeypatch.setattr(runner, "run", interrupted_run)
+    monkeypatch.setattr(runner, "run", run)
+    return calls
+
+
+def test_ctrl_c_during_a_local_setting_ends_the_sweep(tmp_path, monkeypatch):
+    from testbed import runend
+    r = W.load_recipe(recipe_at(tmp_path, RECIPE))
+    # The runner turns Ctrl-C into an interrupted run with its folder written.
+    calls = runs_that_end(monkeypatch, runend.INTERRUPTED, "interrupted by the user")
     with pytest.raises(KeyboardInterrupt):
         W.run_sweep(r, str(tmp_path / "sweep"), lambda p: W.run_locally(p, "auto"))
     assert len(calls) == 1           # the next settings never started
+
+
+def test_ctrl_c_during_a_reproduced_setting_ends_the_recipe_too(tmp_path, monkeypatch):
+    from testbed import reproduce, runend
+    path = recipe_at(tmp_path, RECIPE)
+    monkeypatch.setattr(reproduce, "recipe_path", lambda recipe_id: path)
+    calls = runs_that_end(monkeypatch, runend.INTERRUPTED, "interrupted by the user")
+    with pytest.raises(KeyboardInterrupt):
+        reproduce.reproduce("demo", False, str(tmp_path / "runs"))
+    assert len(calls) == 1
+
+
+def test_a_failed_setting_is_told_and_the_sweep_goes_on(tmp_path, monkeypatch):
+    from testbed import runend
+    r = W.load_recipe(recipe_at(tmp_path, RECIPE))
+    calls = runs_that_end(monkeypatch, runend.AGENT_FAILURE, "peer a-s0 has been silent\nfor 60s")
+    told = []
+    record = W.run_sweep(r, str(tmp_path / "sweep"), lambda p: W.run_locally(p, "auto", told.append))
+    assert len(calls) == 4 and [e["status"] for e in record] == ["failed"] * 4
+    assert told[0] == "worker_dcs-2_seed-0: failed: peer a-s0 has been silent"
