@@ -24,8 +24,8 @@ setup(
     extras_require={
         # Sweeps across machines (`--cluster`); checked with Ray 2.60.
         "cluster": ["ray>=2.60,<3"],
-        "test": ["pytest>=7", "pytest-timeout", "hypothesis>=6", "scipy>=1.10", "ray>=2.60,<3",
-                 "selenium>=4.10"],
+        "test": ["pytest>=7", "pytest-timeout", "pytest-rerunfailures>=14", "hypothesis>=6", "scipy>=1.10",
+                 "ray>=2.60,<3", "selenium>=4.10"],
     },
     entry_points={"console_scripts": ["testbed=testbed.cli:main"]},
 )

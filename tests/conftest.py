@@ -17,11 +17,20 @@ def _mininet_missing():
     return None
 
 
+# A Mininet test measures a real network that shares two cores with
+# everything else on the machine: a second CI process or a busy kernel can
+# hold a ping reply or an iperf3 second long enough to miss a 2% bound.  So
+# a failed Mininet test runs once more before it counts; a broken feature
+# fails both times, and pytest lists every rerun in its summary.
+MININET_RERUNS = 1
+
+
 def pytest_collection_modifyitems(config, items):
     reason = _mininet_missing()
-    if reason is None:
-        return
-    skip = pytest.mark.skip(reason=f"mininet test: {reason}")
     for item in items:
-        if "mininet" in item.keywords:
-            item.add_marker(skip)
+        if "mininet" not in item.keywords:
+            continue
+        if reason is not None:
+            item.add_marker(pytest.mark.skip(reason=f"mininet test: {reason}"))
+        elif item.get_closest_marker("flaky") is None:
+            item.add_marker(pytest.mark.flaky(reruns=MININET_RERUNS))
