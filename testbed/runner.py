@@ -113,7 +113,7 @@ def agent_configs(spec, net, folder):
             configs.append(AgentConfig(
                 name=p.name, role="probe", dc=p.dc, host=p.host, port=p.port,
                 events=folder.agent_file(p.name, "jsonl"), rank=rank, probes=probes,
-                probe={**settings, "passive_events": own}))
+                probe={**settings, "passive_events": own, "link_intfs": links_into(net.plan, p.dc)}))
     return configs
 
 
@@ -143,6 +143,17 @@ def probe_peers(spec, net):
     """One probe per DC, on its router (its LAN address)."""
     return [Peer(f"{dc.name}-p", net.plan.router(dc.name).ip, PROBE_PORT, dc.name)
             for dc in spec.datacenters] if spec.experiment.probe else []
+
+
+def links_into(plan, dc):
+    """{neighbour DC: this DC's router interface its WAN link arrives on}."""
+    out = {}
+    for w in plan.wan:
+        if w.b == dc:
+            out[w.a] = w.intf_b
+        elif w.a == dc:
+            out[w.b] = w.intf_a
+    return out
 
 
 def probe_settings(spec, configs, probe=None):

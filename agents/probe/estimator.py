@@ -25,6 +25,9 @@ case, CLUMPS_TO_RISE clumps in a row multiply the estimate by CLUMP_RISE,
 so the next trains are sized longer and become timeable; MIN_SPAN and
 both are our choices.
 
+A train that lost too many frames to be timed met a full queue; what its
+link carried meanwhile (`agents.probe.carried`) is then a coarse sample.
+
 Until the first proper (non-coarse) train, an estimate is not `settled`: it
 still sizes the next train, but it is held back from the record.  Start-up
 trains are short (nothing is known yet to size them), their head passes the
@@ -97,6 +100,14 @@ class Estimator:
         self._pending = None
         if not coarse:
             self.bw = ALPHA * rate + (1 - ALPHA) * self.bw
+
+    def add_carried(self, t, rate):
+        """What the link carried (wire bit/s) while a train that lost most
+        of its frames met its full queue: the link was sending at its
+        capacity.  A coarse sample, so it replaces the estimate only when
+        the next sample agrees, and the next proper train replaces it."""
+        if self.bw is not None:
+            self.add_active(t, rate, coarse=True)
 
     def add_passive(self, t, goodput):
         self.passive = goodput * WIRE_PER_GOODPUT

@@ -4,7 +4,9 @@
   agrees on, see agents.probe.schedule) it sends a packet train (UDP, full
   frames, back to back) to the other DC's probe; the receiver turns the
   train's dispersion (kernel receive timestamps) into the bottleneck's wire
-  rate.  Small echo packets measure the RTT.
+  rate.  A train that lost too many frames to be timed met a full queue:
+  the receiver then reads what the link carried from its router's
+  counters (agents.probe.carried).  Small echo packets measure the RTT.
 * Passive: it reads the `xfer` events the transport of the agents in its
   DC writes (the goodput of real model transfers from other DCs).
 * It publishes its estimates (every direction into its DC) on a PUB socket,
@@ -21,6 +23,7 @@ import time
 import zmq
 
 from agents.probe import matrix, schedule
+from agents.probe.carried import CarriedRates
 from agents.probe.estimator import Estimator
 from agents.probe.passive import PassiveReader
 
@@ -55,16 +58,20 @@ class Trains:
         entry[1].append(arrival)
 
     def finished(self, now_real):
-        """[(src, capacity, available, coarse, span, received, sent)] of
-        trains now over; span is the seconds from first to last arrival."""
-        done = []
+        """Trains now over: ([(src, capacity, available, coarse, span,
+        received, sent)] of those that can be timed, span being the seconds
+        from first to last arrival; [(src, received, sent)] of those that
+        lost too many frames to be)."""
+        done, lost = [], []
         for key, (count, times) in list(self.open.items()):
             if len(times) >= count or now_real - times[-1] > TRAIN_IDLE:
                 del self.open[key]
                 if len(times) >= MIN_RECEIVED and times[-1] > times[0]:
                     times = sorted(times)
                     done.append((key[0], *dispersion_rates(times), times[-1] - times[0], len(times), count))
-        return done
+                elif len(times) < MIN_RECEIVED:
+                    lost.append((key[0], len(times), count))
+        return done, lost
 
 
 def dispersion_rates(times, window=WINDOW, head=HEAD_CLUMP):
@@ -126,6 +133,9 @@ def run(cfg, log):
     sub = matrix.MatrixSubscriber([(x.host, p["pub_port"]) for x in peers.values()], ctx)
     passive = PassiveReader(p["passive_events"], p["agent_dcs"])
     trains = Trains()
+    # The links whose counters read a pair: those a pair's route is alone.
+    carried = CarriedRates({src: intf for src, intf in p.get("link_intfs", {}).items()
+                            if src in incoming and incoming[src].links == ((src, me),)})
     log("start", role="probe", dc=me, pairs=len(pairs), period=period,
         configured_period=p["period"], slots=table.slots, budget=p["budget"])
 
@@ -188,11 +198,20 @@ def run(cfg, log):
                     if src in estimators:
                         estimators[src].add_passive(t, goodput)
                         publish(src, now)
+                carried.sample()
                 next_passive = now + 0.5
             sub.poll(0)
-            for src, capacity, available, coarse, span, got, count in trains.finished(time.time()):
+            timed, lost = trains.finished(time.time())
+            for src, capacity, available, coarse, span, got, count in timed:
                 estimators[src].add_active(time.monotonic(), capacity, available, coarse, span)
                 publish(src, time.monotonic())
+            for src, got, count in lost:
+                # Its frames met a full queue: what the link carried is its capacity.
+                rate = carried.rate(src)
+                log("lost", src=src, received=got, sent=count, carried=rate)
+                if rate:
+                    estimators[src].add_carried(time.monotonic(), rate)
+                    publish(src, time.monotonic())
             wake = min([next_round, next_passive] + [d[0] for d in due[:1]])
             ready, _, _ = select.select([sock], [], [], max(0.0, min(0.05, wake - time.monotonic())))
             if ready:

@@ -62,6 +62,31 @@ def test_the_probe_follows_a_step_from_20_to_5_mbit(tmp_path):
         assert q["overhead"] <= 0.05, (direction, q)
 
 
+def test_the_probe_follows_a_drop_on_a_link_the_training_keeps_full(tmp_path):
+    # A 10 MB model pushed and pulled by tokyo's two workers keeps the
+    # tokyo-virginia link full, so after the drop to 2 Mbit/s most trains
+    # meet a full queue and cannot be timed: the estimate has to come from
+    # what the link carried.
+    period = 2.5
+    path = topo(tmp_path, "stop: {iterations: 100000, time: 36s}", "",
+                "  - {at: 14s, link: [virginia, tokyo], bw: 2mbit}\n")
+    text = open(path).read().replace("workload: train", "workload: synthetic\n  compute_time: 50ms") \
+        .replace("model: mlp", "model: flat-2500000").replace("  dataset: digits\n", "")
+    open(path, "w").write(text)
+    runs = tmp_path / "runs"
+    r = subprocess.run(cli_argv("run", path, "--runs", str(runs)), capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    run = the_run(runs)
+    (change, _) = jsonl(os.path.join(run, "links.jsonl"))
+    events = jsonl(os.path.join(run, "agents", "virginia-p.jsonl"))
+    lost = [e for e in events if e["ev"] == "lost" and e["src"] == "tokyo" and e["wall"] > change["wall"]]
+    ests = [e for e in events if e["ev"] == "estimate" and e["src"] == "tokyo"]
+    after = [e["bw"] for e in ests if e["wall"] >= change["wall"] + 4 * period]
+    assert lost, "no train met a full queue: the link was not kept full"
+    assert len(after) >= 3 and all(abs(a / 2e6 - 1) <= 0.15 for a in after), after
+
+
 def read_until(fd, needle, timeout):
     buf, deadline = b"", time.monotonic() + timeout
     while time.monotonic() < deadline and needle.encode() not in buf:

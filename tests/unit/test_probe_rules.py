@@ -1,6 +1,7 @@
 import pytest
 
 from agents.probe import schedule
+from agents.probe.carried import CarriedRates, rx_bytes
 from agents.probe.estimator import Estimator
 from agents.roles.probe import Trains, dispersion_rates
 
@@ -147,8 +148,62 @@ def test_a_finished_train_reports_its_span():
     trains = Trains()
     for seq, at in enumerate([0.003, 0.0, 0.001, 0.002] * 3):
         trains.add("a", 1, seq, 12, at + seq // 4 * 0.01)
-    (src, capacity, available, coarse, span, got, count), = trains.finished(1.0)
+    (src, capacity, available, coarse, span, got, count), = trains.finished(1.0)[0]
     assert (src, got, count) == ("a", 12, 12) and span == pytest.approx(0.023)
+
+
+def test_a_train_that_lost_too_many_frames_to_be_timed_is_reported_lost():
+    trains = Trains()
+    for seq in (0, 7, 30):                         # 3 of 45 got through a full queue
+        trains.add("a", 1, seq, 45, 0.05 * seq)
+    for seq in range(8):                           # 8 of 45: enough to time
+        trains.add("b", 2, seq, 45, 0.9 + 0.015 * seq)
+    assert trains.finished(1.0) == ([], [])        # both may still be arriving
+    timed, lost = trains.finished(1.9)
+    assert [t[0] for t in timed] == ["b"] and lost == [("a", 3, 45)]
+    assert trains.open == {}
+
+
+def test_what_a_full_link_carried_replaces_the_estimate_once_a_second_reading_agrees():
+    # A 5.5 Mbit/s link drops to 0.83 under a full load: trains are lost and
+    # the link's counters say what it carries.
+    e = Estimator(period=2.5)
+    e.add_active(0, 5.5e6)
+    e.add_carried(2.5, 0.83e6)
+    assert e.bw == 5.5e6                           # one reading is not a change
+    e.add_carried(5.0, 0.86e6)                     # agrees with 0.83 within 30%
+    assert e.bw == 0.86e6 and e.coarse
+    e.add_active(7.5, 0.84e6)                      # a timed train takes over at once
+    assert e.bw == 0.84e6 and not e.coarse
+    e.add_carried(10.0, 0.5e6)
+    e.add_active(12.5, 0.85e6)                     # a stray low reading, then the truth
+    assert e.bw == pytest.approx(0.5 * 0.85e6 + 0.5 * 0.84e6)
+
+
+def test_a_carried_reading_within_the_change_share_leaves_the_estimate_alone():
+    e = Estimator(period=2.5)
+    e.add_carried(0, 3e6)                          # nothing to replace yet: ignored
+    assert e.bw is None
+    e.add_active(0, 1e6)
+    e.add_carried(2.5, 1.2e6)
+    e.add_carried(5.0, 1.25e6)
+    assert e.bw == 1e6
+
+
+def test_the_counters_of_a_link_give_what_it_carried_over_the_window():
+    text = ("Inter-|   Receive    |  Transmit\n"
+            " face |bytes    packets errs|bytes\n"
+            "    lo: 100 1 0 0 0 0 0 0 100 1 0 0 0 0 0 0\n"
+            "r3-w2: {} 9 0 0 0 0 0 0 5 1 0 0 0 0 0 0\n")
+    readings = iter([1000, 1000 + 62500, 1000 + 2 * 62500, 1000 + 3 * 62500])
+    rates = CarriedRates({"dc3": "r3-w2"}, read=lambda: text.format(next(readings)), window=1.0)
+    assert rx_bytes(text.format(7)) == {"lo": 100, "r3-w2": 7}
+    rates.sample(0.0)
+    rates.sample(0.5)
+    assert rates.rate("dc3", t=0.9) is None        # no sample a window old yet
+    # From the sample at 0.5 s (the newest a window old) to 1.5 s.
+    assert rates.rate("dc3", t=1.5) == pytest.approx(2 * 62500 * 8 / 1.0)
+    assert rates.rate("dc9", t=2.0) is None        # no link of its own from dc9
 
 
 def test_fresh_passive_goodput_is_a_floor_on_the_estimate():
