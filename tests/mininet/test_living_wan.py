@@ -37,17 +37,24 @@ def jsonl(path):
     return read_events(path)
 
 
-def test_the_probe_follows_a_step_from_20_to_5_mbit(tmp_path):
-    period = 2.5
-    # The quickstart runs its probes every 2.5 s.
-    path = topo(tmp_path, "stop: {iterations: 100000, time: 34s}", "",
-                "  - {at: 16s, link: [virginia, tokyo], bw: 5mbit}\n")
+def run_with_one_change(tmp_path, path):
+    """Run a topology whose dynamics change one link once, in both
+    directions: its run folder and the first direction's change."""
     runs = tmp_path / "runs"
     r = subprocess.run(cli_argv("run", path, "--runs", str(runs)), capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0, r.stderr
     run = the_run(runs)
     (change, _) = jsonl(os.path.join(run, "links.jsonl"))
+    return run, change
+
+
+def test_the_probe_follows_a_step_from_20_to_5_mbit(tmp_path):
+    period = 2.5
+    # The quickstart runs its probes every 2.5 s.
+    path = topo(tmp_path, "stop: {iterations: 100000, time: 34s}", "",
+                "  - {at: 16s, link: [virginia, tokyo], bw: 5mbit}\n")
+    run, change = run_with_one_change(tmp_path, path)
     summary = json.load(open(os.path.join(run, "summary.json")))
     for src, dst in (("virginia", "tokyo"), ("tokyo", "virginia")):
         ests = [e for e in jsonl(os.path.join(run, "agents", f"{dst}-p.jsonl"))
@@ -73,12 +80,7 @@ def test_the_probe_follows_a_drop_on_a_link_the_training_keeps_full(tmp_path):
     text = open(path).read().replace("workload: train", "workload: synthetic\n  compute_time: 50ms") \
         .replace("model: mlp", "model: flat-2500000").replace("  dataset: digits\n", "")
     open(path, "w").write(text)
-    runs = tmp_path / "runs"
-    r = subprocess.run(cli_argv("run", path, "--runs", str(runs)), capture_output=True, text=True,
-                       timeout=300)
-    assert r.returncode == 0, r.stderr
-    run = the_run(runs)
-    (change, _) = jsonl(os.path.join(run, "links.jsonl"))
+    run, change = run_with_one_change(tmp_path, path)
     events = jsonl(os.path.join(run, "agents", "virginia-p.jsonl"))
     lost = [e for e in events if e["ev"] == "lost" and e["src"] == "tokyo" and e["wall"] > change["wall"]]
     ests = [e for e in events if e["ev"] == "estimate" and e["src"] == "tokyo"]
