@@ -35,13 +35,17 @@ class Node(netstorm_node.Node):
         return out
 
     def flow_of(self, header):
-        """(flow, weight) of a message: each slice's tree is a flow weighted
-        by its planned rate, so a connection serves the slices it carries
-        at once, in their planned shares, and not one after the other."""
-        if header.get("type") not in ("agg", "dist") or header.get("it") not in self.version_of:
+        """(flow, weight) of a message: each slice's reduce tree and its
+        broadcast tree are flows weighted by the slice's planned rate, so a
+        connection serves the slices it carries at once, in their planned
+        shares, and not one after the other.  A connection can be in both
+        trees of one slice (the plan then loads it twice the slice's rate):
+        as one flow the two would share one share."""
+        kind = header.get("type")
+        if kind not in ("agg", "dist") or header.get("it") not in self.version_of:
             return None, 1.0
         v = self.version_of[header["it"]]
-        return (v, header["piece"]), self.weights[v][header["piece"]]
+        return (v, header["piece"], kind), self.weights[v][header["piece"]]
 
     def take_rates(self):
         """{peer: bit/s (0: unpaced)} set since the last call, for the transport."""

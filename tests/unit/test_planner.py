@@ -5,6 +5,7 @@ the best packing as fixed points."""
 import dataclasses
 import os
 import random
+import types
 
 import pytest
 from hypothesis import given, settings
@@ -249,3 +250,22 @@ def test_a_small_model_trades_rate_for_shallower_trees_and_a_large_one_does_not(
     # Each is the sooner of the two for its own model.
     for mine, other, size in ((small, large, 10_000), (large, small, 2_500_000)):
         assert 4 * size / mine["rate"] + mine["latency"] <= 4 * size / other["rate"] + other["latency"]
+
+
+def test_a_connection_in_both_trees_of_a_slice_serves_it_at_twice_the_slice_s_rate():
+    # The plan loads such a connection with the slice's rate twice (reduce and
+    # broadcast); slice 1 is only in its reduce tree, at twice slice 0's rate.
+    # Planned loads 2 + 2: each slice gets half of the connection.
+    from agents.fairqueue import FairQueue
+    from agents.overlay.optimal_node import Node
+    node = types.SimpleNamespace(version_of={7: 3}, weights={3: [1.0, 2.0]})
+    queue = FairQueue()
+    for seg in range(40):
+        for piece, kind in ((0, "agg"), (0, "dist"), (1, "agg")):
+            header = {"type": kind, "it": 7, "piece": piece, "seg": seg}
+            flow, weight = Node.flow_of(node, header)
+            queue.append(header, flow, weight, size=1000)
+    served = [queue.popleft()["piece"] for _ in range(60)]
+    assert served.count(0) == served.count(1) == 30
+    # Messages outside the plan's iterations are not the plan's flows.
+    assert Node.flow_of(node, {"type": "agg", "it": 8, "piece": 0}) == (None, 1.0)
