@@ -32,6 +32,21 @@ class Workload:
     seed: int = 0
 
 
+# A peer silent for `dead_after` seconds is dead; a live but idle one beats
+# HEARTBEATS_PER_DEAD_AFTER times within that, and never more often than
+# every HEARTBEAT_MIN seconds.  Every agent beats to every peer, so the beats
+# are not free on a slow WAN: at ¼ of NetStorm's rates about a hundred
+# connections cross a 1 Mbit/s link, and a beat every 0.5 s (a frame each way)
+# took 15% of it; with a minute's `dead_after`, a beat every 6 s takes 1%.
+HEARTBEATS_PER_DEAD_AFTER = 10
+HEARTBEAT_MIN = 0.5
+
+
+def heartbeat_interval(dead_after):
+    """Seconds between heartbeats for a peer declared dead after `dead_after`."""
+    return max(HEARTBEAT_MIN, dead_after / HEARTBEATS_PER_DEAD_AFTER)
+
+
 @dataclass
 class Transport:
     chunk_bytes: int = 1 << 20

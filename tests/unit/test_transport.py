@@ -5,9 +5,9 @@ import time
 import numpy as np
 import pytest
 
+from agents.config import heartbeat_interval
 from agents.transport import Endpoint, PeerDead, RecvTimeout, split
 from tests.ports import free_port
-
 
 # Short enough that a test waiting a few seconds outlasts both, so only
 # heartbeats can keep a silent peer alive.
@@ -185,3 +185,12 @@ def test_a_closing_endpoint_waits_for_its_last_message_to_leave():
         assert not closing.is_alive()
     finally:
         b.close()
+
+
+def test_heartbeats_come_ten_times_within_dead_after_but_not_more_often_than_twice_a_second():
+    # Every agent beats to every peer: with a minute's dead_after a beat every
+    # 6 s, not every 0.5 s; a peer still beats ten times before it could be
+    # taken for dead, and a short dead_after does not make the beats denser.
+    assert heartbeat_interval(60.0) == pytest.approx(6.0)
+    assert heartbeat_interval(5.0) == pytest.approx(0.5)
+    assert heartbeat_interval(1.0) == pytest.approx(0.5)
