@@ -12,9 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agents.config import Peer
+from agents.fairqueue import FairQueue
 from agents.overlay import mlnet, optimal, ps
 from agents.overlay import netstorm as ns
 from agents.overlay.layout import Layout
+from agents.overlay.optimal_node import Node
 from agents.overlay.optimal_policy import Policy
 from agents.planning.evaluate import plan_loads, plan_rate
 from agents.planning.packing import tree_packing
@@ -256,8 +258,6 @@ def test_a_connection_in_both_trees_of_a_slice_serves_it_at_twice_the_slice_s_ra
     # The plan loads such a connection with the slice's rate twice (reduce and
     # broadcast); slice 1 is only in its reduce tree, at twice slice 0's rate.
     # Planned loads 2 + 2: each slice gets half of the connection.
-    from agents.fairqueue import FairQueue
-    from agents.overlay.optimal_node import Node
     node = types.SimpleNamespace(version_of={7: 3}, weights={3: [1.0, 2.0]})
     queue = FairQueue()
     for seg in range(40):
