@@ -50,9 +50,13 @@ def heartbeat_interval(dead_after):
 @dataclass
 class Transport:
     chunk_bytes: int = 1 << 20
-    heartbeat_interval: float = 0.5
+    heartbeat_interval: float = None   # None: from dead_after (heartbeat_interval)
     dead_after: float = 5.0        # a peer silent this long is dead
     io_threads: int = 1
+
+    def __post_init__(self):
+        if self.heartbeat_interval is None:
+            self.heartbeat_interval = heartbeat_interval(self.dead_after)
 
 
 @dataclass

@@ -18,7 +18,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from agents.config import AgentConfig, Peer, Transport, Workload, heartbeat_interval
+from agents.config import AgentConfig, Peer, Transport, Workload
 from agents.events import EventLog, EventTail, read_events
 from agents.launcher import Launcher
 from agents.overlay.layout import Layout
@@ -73,8 +73,7 @@ def agent_configs(spec, net, folder):
                         lr=exp.lr, momentum=exp.momentum, compute_time=exp.compute_time,
                         step_time=exp.step_time,
                         eval_every=exp.eval_every, seed=exp.seed)
-    transport = Transport(chunk_bytes=exp.chunk_bytes, dead_after=exp.dead_after,
-                          heartbeat_interval=heartbeat_interval(exp.dead_after))
+    transport = Transport(chunk_bytes=exp.chunk_bytes, dead_after=exp.dead_after)
     probes = probe_peers(spec, net)
     speeds = {}
     for dc in spec.datacenters:

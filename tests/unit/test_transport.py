@@ -5,7 +5,7 @@ import time
 import numpy as np
 import pytest
 
-from agents.config import heartbeat_interval
+from agents.config import Transport, heartbeat_interval
 from agents.transport import Endpoint, PeerDead, RecvTimeout, split
 from tests.ports import free_port
 
@@ -194,3 +194,7 @@ def test_heartbeats_come_ten_times_within_dead_after_but_not_more_often_than_twi
     assert heartbeat_interval(60.0) == pytest.approx(6.0)
     assert heartbeat_interval(5.0) == pytest.approx(0.5)
     assert heartbeat_interval(1.0) == pytest.approx(0.5)
+    # Every agent's transport settings take it from their dead_after, unless set.
+    assert Transport(dead_after=60.0).heartbeat_interval == pytest.approx(6.0)
+    assert Transport().heartbeat_interval == pytest.approx(0.5)
+    assert Transport(dead_after=60.0, heartbeat_interval=0.1).heartbeat_interval == 0.1
