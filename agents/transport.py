@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import zmq
 
+from agents import config
 from agents.fairqueue import FairQueue
 from agents.pacing import TokenBucket
 
@@ -115,14 +116,16 @@ def split(nbytes, chunk_bytes):
 
 
 class Endpoint:
-    def __init__(self, name, host, port, peers, chunk_bytes=1 << 20, heartbeat_interval=0.5,
+    def __init__(self, name, host, port, peers, chunk_bytes=1 << 20, heartbeat_interval=None,
                  dead_after=5.0, io_threads=1, log=None, first_contact_grace=60.0, source=None,
                  queued=False):
         """peers: {name: (host, port)} of everyone this agent talks to.
         A peer never heard from may still be starting, so it is presumed
         dead only after `first_contact_grace` (at least `dead_after`)
         counted from our own start.  `source`, an address of this host,
-        is where our own connections leave from (routing may depend on it)."""
+        is where our own connections leave from (routing may depend on it).
+        Heartbeats go every `heartbeat_interval` seconds, by default the
+        interval `dead_after` calls for (`agents.config.heartbeat_interval`)."""
         self.source = source
         self.queued = queued
         self.outgoing = {}            # peer -> FairQueue of _Outgoing (queued mode, paced peers)
@@ -152,7 +155,8 @@ class Endpoint:
         # Heartbeats have a context of their own, so they go on while a
         # closing endpoint waits for its last data to leave.
         self.hb_ctx = zmq.Context(1)
-        self._hb_thread = threading.Thread(target=self._heartbeats, args=(heartbeat_interval,),
+        self.heartbeat_interval = heartbeat_interval or config.heartbeat_interval(dead_after)
+        self._hb_thread = threading.Thread(target=self._heartbeats, args=(self.heartbeat_interval,),
                                            daemon=True)
         self._hb_thread.start()
 

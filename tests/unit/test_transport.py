@@ -198,3 +198,10 @@ def test_heartbeats_come_ten_times_within_dead_after_but_not_more_often_than_twi
     assert Transport(dead_after=60.0).heartbeat_interval == pytest.approx(6.0)
     assert Transport().heartbeat_interval == pytest.approx(0.5)
     assert Transport(dead_after=60.0, heartbeat_interval=0.1).heartbeat_interval == 0.1
+    # An endpoint built without those settings derives it the same way.
+    for dead_after, beat in ((60.0, 6.0), (5.0, 0.5)):
+        ep = Endpoint("a", "127.0.0.1", free_port(), {}, dead_after=dead_after)
+        try:
+            assert ep.heartbeat_interval == pytest.approx(beat)
+        finally:
+            ep.close(drain=False)
