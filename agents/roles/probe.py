@@ -32,6 +32,13 @@ HEAD = struct.Struct("!4sBIHHd")        # magic, kind, train id, seq, count, sen
 TRAIN, PING, PONG = 0, 1, 2
 PAYLOAD = 1472                          # a 1514-byte frame on the wire
 SO_TIMESTAMPNS = 35
+SO_SNDBUFFORCE, SO_RCVBUFFORCE = 32, 33  # past net.core.[rw]mem_max; root only
+# A source sends all its trains of a slot at once, to different links.  With
+# the default send buffer (about 90 frames) the second train's frames enter
+# the kernel only as the first's leave through its shaper, so the second
+# train is paced by the first's link and by how soon a busy CPU wakes the
+# probe, and reads that instead of its own link's rate.
+SOCKET_BUFFER = 4 << 20
 TRAIN_IDLE = 0.3                        # a train is over this long after its last packet
 # A train longer than the bottleneck's queue loses its tail there, but the
 # packets that get through still leave at the bottleneck's rate, so their
@@ -101,6 +108,13 @@ def dispersion_rates(times, window=WINDOW, head=HEAD_CLUMP):
     return max(available, statistics.median(rates)), available, False
 
 
+def _set_buffer(sock, forced, plain):
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, forced, SOCKET_BUFFER)
+    except OSError:
+        sock.setsockopt(socket.SOL_SOCKET, plain, SOCKET_BUFFER)
+
+
 def kernel_time(anc):
     for level, kind, data in anc:
         if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
@@ -124,7 +138,8 @@ def run(cfg, log):
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    _set_buffer(sock, SO_SNDBUFFORCE, socket.SO_SNDBUF)
+    _set_buffer(sock, SO_RCVBUFFORCE, socket.SO_RCVBUF)
     sock.bind((cfg.host, cfg.port))
     ctx = zmq.Context()
     pub = ctx.socket(zmq.PUB)

@@ -3,6 +3,7 @@ agree on, no two trains cross on a link, and the estimates keep the
 accuracy a probe is held to; on slow links, much closer than that."""
 
 import os
+import statistics
 
 import pytest
 
@@ -49,7 +50,10 @@ def test_9_dcs_probe_in_agreed_slots_without_crossing_and_every_direction_is_wit
 @pytest.mark.timeout(120)
 def test_on_slow_links_the_shapers_burst_does_not_inflate_the_estimates(tmp_path):
     # HTB passes a train's first three frames at once on a 2 Mbit/s link;
-    # counted in, they read 15/13 of the rate (10 Mbit/s: about 1.05).
+    # counted in, they read 15/13 of the rate (10 Mbit/s: about 1.05, too
+    # close to 1 to tell from a busy CPU's noise, so that link is held to
+    # the probes' usual tolerance only).  Each direction's median estimate:
+    # one train a busy CPU delayed moves a single estimate by a few percent.
     spec = spec_of("""name: slow
 datacenters:
   - {name: a, workers: 0}
@@ -61,6 +65,35 @@ wan:
 """)
     with network.build(spec) as net:
         check = probe_ratios(net, samples=4, folder=str(tmp_path))
-    settled = check.settled()
-    assert set(settled) == {(x, y) for x in "abc" for y in "abc" if x != y}
-    assert all(abs(r - 1) <= 0.04 for r in settled.values()), settled
+    median = {k: statistics.median(v) for k, v in check.ratios.items() if v}
+    assert set(median) == {(x, y) for x in "abc" for y in "abc" if x != y}
+    slow = {k: r for k, r in median.items() if "a" in k}
+    assert all(abs(r - 1) <= 0.05 for r in slow.values()), median
+    assert all(abs(r - 1) <= PROBE_TOLERANCE for r in median.values()), median
+
+@pytest.mark.timeout(120)
+def test_a_source_hands_its_trains_of_one_slot_to_the_kernel_at_once(tmp_path):
+    # a probes b and c in the same slot; its two trains (about 200 frames)
+    # overfill a default socket send buffer, so the later frames would wait
+    # for the earlier ones to drain through their shapers, at whatever
+    # moment a busy CPU wakes the probe, and time that instead of the link.
+    spec = spec_of("""name: fan
+datacenters:
+  - {name: a, workers: 0}
+  - {name: b, workers: 0}
+  - {name: c, workers: 0}
+wan:
+  - {between: [a, b], bw: 20mbit, delay: 30ms}
+  - {between: [a, c], bw: 20mbit, delay: 30ms}
+""")
+    with network.build(spec) as net:
+        probe_ratios(net, samples=3, folder=str(tmp_path))
+    trains = [e for e in read_events(os.path.join(tmp_path, "a-p.jsonl")) if e["ev"] == "train"]
+    big = [e for e in trains if e["packets"] >= 64]
+    pushed = [e["t"] - e["sent"] for e in big]
+    together = [y["sent"] - x["sent"] for x, y in zip(big, big[1:]) if y["sent"] - x["sent"] < 0.5]
+    assert len(together) >= 3, trains
+    # Handing 100 frames to the kernel takes about a millisecond; waiting
+    # for half a send buffer to drain at 20 Mbit/s, about 30.  Medians: a
+    # virtual CPU stalls for a few milliseconds now and then.
+    assert statistics.median(pushed) < 0.005 and statistics.median(together) < 0.005, (pushed, together)
