@@ -2,17 +2,13 @@
 
 import re
 import threading
-import time
 
 import pytest
 
 from testbed.emulation import measure, network
-from tests.mininet.helpers import spec_of, topology
+from tests.mininet.helpers import spec_of, topology, unstalled
 
 pytestmark = pytest.mark.mininet
-ATTEMPTS = 3
-STOLEN = 0.05
-PATIENCE = 45
 
 
 @pytest.fixture(scope="module")
@@ -31,23 +27,19 @@ def directions(spec):
 @pytest.mark.timeout(420)
 def test_iperf3_between_every_dc_pair_is_within_5_percent_of_the_configured_rate(quickstart):
     # One direction at a time.  A shaper never sends faster than its rate,
-    # but while the hypervisor takes the CPUs away, nothing forwards
-    # (measure.stolen_share).  A direction that falls short is measured
-    # again and judged by its best run: up to ATTEMPTS runs, not counting
-    # those during which more than STOLEN of the CPU time was stolen, within
-    # PATIENCE seconds.  A link shaped to the wrong rate misses every time.
-    ratios, stolen = {}, {}
+    # but a run while the hypervisor held the CPUs loses what the shaper
+    # could have sent (a lone 50 Mbit/s flow kept 0.93-0.96 of its rate with
+    # a fifth of the CPU time stolen), so a direction that falls short is
+    # measured again and judged by its best run (helpers.unstalled).  A link
+    # shaped to the wrong rate misses every time.
+    best, stolen = {}, {}
     for src, dst, d in directions(quickstart.spec):
-        deadline, attempts = time.monotonic() + PATIENCE, 0
-        while attempts < ATTEMPTS and time.monotonic() < deadline:
-            before = measure.cpu_times()
+        def ratio():
             goodput, _ = measure.iperf3(quickstart, f"{src}-w0", f"{dst}-w1", seconds=4)
-            stolen[(src, dst)] = round(measure.stolen_share(before, measure.cpu_times()), 3)
-            ratios[(src, dst)] = max(ratios.get((src, dst), 0.0), goodput / (d.rate * measure.GOODPUT_SHARE))
-            if abs(ratios[(src, dst)] - 1) <= 0.05:
-                break
-            attempts += stolen[(src, dst)] <= STOLEN
-    assert all(abs(r - 1) <= 0.05 for r in ratios.values()), (ratios, "CPU stolen in the last run:", stolen)
+            return goodput / (d.rate * measure.GOODPUT_SHARE)
+        runs, stolen[(src, dst)] = unstalled(ratio, lambda r: abs(r - 1) <= 0.05)
+        best[(src, dst)] = max(runs)
+    assert all(abs(r - 1) <= 0.05 for r in best.values()), (best, "CPU stolen per run:", stolen)
 
 
 def test_ping_rtt_is_twice_the_one_way_delay_within_10_percent_or_2ms(quickstart):
@@ -157,19 +149,27 @@ def test_loss_and_jitter_are_emulated_per_direction():
     """)
     with network.build(spec) as net:
         measure.ping_rtt(net, "east-w0", "west-w0", count=1)  # ARP resolved before counting
-        out = network.run_in(net.node("east-w0"), ["ping", "-n", "-c", "400", "-i", "0.01",
-                                                   net.ip("west-w0")], check=False)
+
+        def pings():
+            out = network.run_in(net.node("east-w0"), ["ping", "-n", "-c", "400", "-i", "0.01",
+                                                       net.ip("west-w0")], check=False)
+            return out, sorted(float(m) / 1e3 for m in re.findall(r"time=([\d.]+) ms", out))
+        # 20 ms +- 4 ms, with 1 ms of release error and 3 of scheduling late; a
+        # reply that a busy CPU held up longer is not the link's jitter, so one
+        # in a hundred may fall outside, and a series the hypervisor stalled is
+        # taken again (helpers.unstalled).
+        runs, stolen = unstalled(pings, lambda run: len(outside(run[1])) <= 0.01 * len(run[1]))
+    out, rtts = runs[-1]
     summary = out[out.index("---"):]
     loss = float(summary.split("% packet loss")[0].split()[-1]) / 100
     assert 0.04 <= loss <= 0.16, summary
-    rtts = sorted(float(m) / 1e3 for m in re.findall(r"time=([\d.]+) ms", out))
-    # 20 ms +- 4 ms, with 1 ms of release error and 3 of scheduling late; a
-    # reply that a busy CPU held up longer is not the link's jitter, so one
-    # in a hundred may fall outside.
-    outside = [r for r in rtts if not 0.016 - 0.001 <= r <= 0.024 + 0.003]
-    assert len(outside) <= 0.01 * len(rtts), (outside, summary)
+    assert len(outside(rtts)) <= 0.01 * len(rtts), (outside(rtts), summary, "CPU stolen per run:", stolen)
     # The forward delay really varies.
     assert rtts[len(rtts) * 99 // 100] - rtts[len(rtts) // 100] >= 0.004, summary
+
+
+def outside(rtts):
+    return [r for r in rtts if not 0.016 - 0.001 <= r <= 0.024 + 0.003]
 
 
 def test_the_first_frame_after_build_reaches_the_router_at_once():
