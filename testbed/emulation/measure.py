@@ -1,4 +1,5 @@
-"""Measurements on the emulated network with real tools: ping and iperf3.
+"""Measurements on the emulated network with real tools: ping and iperf3;
+and how much CPU time the hypervisor took meanwhile.
 
 Used by `testbed selftest` and by the tests, which compare them with the
 configured link.  TCP goodput is compared with the wire rate times

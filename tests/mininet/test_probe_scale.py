@@ -71,6 +71,7 @@ wan:
     assert all(abs(r - 1) <= 0.05 for r in slow.values()), median
     assert all(abs(r - 1) <= PROBE_TOLERANCE for r in median.values()), median
 
+
 @pytest.mark.timeout(120)
 def test_a_source_hands_its_trains_of_one_slot_to_the_kernel_at_once(tmp_path):
     # a probes b and c in the same slot; its two trains (about 200 frames)
