@@ -30,6 +30,16 @@ def ring_with_chords(n, chords, bw="20mbit", delay="30ms"):
         + "\n")
 
 
+def three_dcs(name, *links):
+    """DCs a, b and c, joined by `links` of (dc, dc, rate), each 30 ms one way."""
+    return spec_of("\n".join(
+        [f"name: {name}", "datacenters:"]
+        + [f"  - {{name: {x}, workers: 0}}" for x in "abc"]
+        + ["wan:"]
+        + [f"  - {{between: [{a}, {b}], bw: {bw}, delay: 30ms}}" for a, b, bw in links])
+        + "\n")
+
+
 @pytest.mark.timeout(240)
 def test_9_dcs_probe_in_agreed_slots_without_crossing_and_every_direction_is_within_tolerance(tmp_path):
     spec = ring_with_chords(9, chords=(0, 3, 6))
@@ -54,15 +64,7 @@ def test_on_slow_links_the_shapers_burst_does_not_inflate_the_estimates(tmp_path
     # close to 1 to tell from a busy CPU's noise, so that link is held to
     # the probes' usual tolerance only).  Each direction's median estimate:
     # one train a busy CPU delayed moves a single estimate by a few percent.
-    spec = spec_of("""name: slow
-datacenters:
-  - {name: a, workers: 0}
-  - {name: b, workers: 0}
-  - {name: c, workers: 0}
-wan:
-  - {between: [a, b], bw: 2mbit, delay: 30ms}
-  - {between: [b, c], bw: 10mbit, delay: 30ms}
-""")
+    spec = three_dcs("slow", ("a", "b", "2mbit"), ("b", "c", "10mbit"))
     with network.build(spec) as net:
         check = probe_ratios(net, samples=4, folder=str(tmp_path))
     median = {k: statistics.median(v) for k, v in check.ratios.items() if v}
@@ -78,15 +80,7 @@ def test_a_source_hands_its_trains_of_one_slot_to_the_kernel_at_once(tmp_path):
     # overfill a default socket send buffer, so the later frames would wait
     # for the earlier ones to drain through their shapers, at whatever
     # moment a busy CPU wakes the probe, and time that instead of the link.
-    spec = spec_of("""name: fan
-datacenters:
-  - {name: a, workers: 0}
-  - {name: b, workers: 0}
-  - {name: c, workers: 0}
-wan:
-  - {between: [a, b], bw: 20mbit, delay: 30ms}
-  - {between: [a, c], bw: 20mbit, delay: 30ms}
-""")
+    spec = three_dcs("fan", ("a", "b", "20mbit"), ("a", "c", "20mbit"))
     with network.build(spec) as net:
         probe_ratios(net, samples=3, folder=str(tmp_path))
     trains = [e for e in read_events(os.path.join(tmp_path, "a-p.jsonl")) if e["ev"] == "train"]
