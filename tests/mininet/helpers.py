@@ -6,30 +6,10 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 from testbed import spec as S
-from testbed.emulation import measure
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
-
-
-def unstalled(measure_once, good, attempts=3, patience=45.0, stolen=0.05):
-    """Run measure_once() until good(result), or until `attempts` runs
-    have failed with no more than `stolen` of the CPU time taken by the
-    hypervisor (measure.stolen_share: nothing forwards meanwhile, so such
-    a run says little about the emulation), or `patience` seconds.
-    Returns ([results], [stolen share of each run])."""
-    results, shares, counted = [], [], 0
-    deadline = time.monotonic() + patience
-    while counted < attempts and time.monotonic() < deadline:
-        before = measure.cpu_times()
-        results.append(measure_once())
-        shares.append(round(measure.stolen_share(before, measure.cpu_times()), 3))
-        if good(results[-1]):
-            break
-        counted += shares[-1] <= stolen
-    return results, shares
 
 
 def topology(name):

@@ -8,7 +8,8 @@ import os
 
 import pytest
 
-from tests.mininet.helpers import ROOT, run_topology, unstalled
+from tests.mininet.helpers import ROOT, run_topology
+from tests.stalls import unstalled
 
 pytestmark = pytest.mark.mininet
 HPSEARCH = os.path.join(ROOT, "topologies", "hpsearch.yaml")
@@ -27,7 +28,7 @@ def test_a_small_search_completes_under_each_policy(tmp_path, policy):
 
     # A push loses its rate while the hypervisor holds the CPUs (nothing
     # forwards then), so a search whose pacing fell short is run again
-    # (helpers.unstalled); everything else is asserted of every run.
+    # (tests/stalls.py); everything else is asserted of every run.
     tries = iter(range(10))
 
     def search():

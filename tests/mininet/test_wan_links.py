@@ -6,7 +6,8 @@ import threading
 import pytest
 
 from testbed.emulation import measure, network
-from tests.mininet.helpers import spec_of, topology, unstalled
+from tests.mininet.helpers import spec_of, topology
+from tests.stalls import unstalled
 
 pytestmark = pytest.mark.mininet
 
@@ -30,7 +31,7 @@ def test_iperf3_between_every_dc_pair_is_within_5_percent_of_the_configured_rate
     # but a run while the hypervisor held the CPUs loses what the shaper
     # could have sent (a lone 50 Mbit/s flow kept 0.93-0.96 of its rate with
     # a fifth of the CPU time stolen), so a direction that falls short is
-    # measured again and judged by its best run (helpers.unstalled).  A link
+    # measured again and judged by its best run (tests/stalls.py).  A link
     # shaped to the wrong rate misses every time.
     best, stolen = {}, {}
     for src, dst, d in directions(quickstart.spec):
@@ -157,7 +158,7 @@ def test_loss_and_jitter_are_emulated_per_direction():
         # 20 ms +- 4 ms, with 1 ms of release error and 3 of scheduling late; a
         # reply that a busy CPU held up longer is not the link's jitter, so one
         # in a hundred may fall outside, and a series the hypervisor stalled is
-        # taken again (helpers.unstalled).
+        # taken again (tests/stalls.py).
         runs, stolen = unstalled(pings, lambda run: len(outside(run[1])) <= 0.01 * len(run[1]))
     out, rtts = runs[-1]
     summary = out[out.index("---"):]
