@@ -1,5 +1,6 @@
 """Timing measurements that the hypervisor may have stalled."""
 
+import itertools
 import time
 
 from testbed.emulation import measure
@@ -21,3 +22,12 @@ def unstalled(measure_once, good, attempts=3, patience=45.0, stolen=0.05):
             break
         counted += shares[-1] <= stolen
     return results, shares
+
+
+def fresh_folders(parent):
+    """A new empty folder under `parent` for each run of a retried
+    measurement that writes files: try0, try1, ..."""
+    for i in itertools.count():
+        folder = parent / f"try{i}"
+        folder.mkdir()
+        yield folder

@@ -9,7 +9,7 @@ import os
 import pytest
 
 from tests.mininet.helpers import ROOT, run_topology
-from tests.stalls import unstalled
+from tests.stalls import fresh_folders, unstalled
 
 pytestmark = pytest.mark.mininet
 HPSEARCH = os.path.join(ROOT, "topologies", "hpsearch.yaml")
@@ -29,14 +29,9 @@ def test_a_small_search_completes_under_each_policy(tmp_path, policy):
     # A push loses its rate while the hypervisor holds the CPUs (nothing
     # forwards then), so a search whose pacing fell short is run again
     # (tests/stalls.py); everything else is asserted of every run.
-    tries = iter(range(10))
-
-    def search():
-        folder = tmp_path / f"try{next(tries)}"
-        folder.mkdir()
-        return run_topology(folder, policy, text)
-
-    results, stolen = unstalled(search, held_rates if paced else lambda result: True)
+    folders = fresh_folders(tmp_path)
+    results, stolen = unstalled(lambda: run_topology(next(folders), policy, text),
+                                held_rates if paced else lambda result: True)
     for run, summary in results:
         s = summary["search"]
         assert (summary["status"], summary["stopped_by"]) == ("completed", "search-finished")

@@ -13,7 +13,7 @@ from agents.config import AgentConfig, Peer, Transport
 from agents.events import read_events
 from testbed.search_report import pacing
 from tests.ports import free_port
-from tests.stalls import unstalled
+from tests.stalls import fresh_folders, unstalled
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CHUNK = 16 * 1024
@@ -62,16 +62,11 @@ def run_search(tmp_path, policy):
 # fair and sincronia run on the emulated cluster (tests/mininet/test_search.py).
 @pytest.mark.parametrize("policy", ["fifo-lm", "beamer", "varys"])
 def test_every_stage_of_a_search_finishes_under_each_policy(tmp_path, policy):
-    tries = iter(range(10))
-
-    def search():
-        folder = tmp_path / f"try{next(tries)}"
-        folder.mkdir()
-        return run_search(folder, policy)
-
     # A flow loses its rate while the hypervisor holds the CPUs, so a search
     # whose pacing fell short is run again (tests/stalls.py).
-    runs, stolen = unstalled(search, lambda events: held_rates(paced(events)))
+    folders = fresh_folders(tmp_path)
+    runs, stolen = unstalled(lambda: run_search(next(folders), policy),
+                             lambda events: held_rates(paced(events)))
     for events in runs:
         finished_whole(events)
     # Loopback is far faster than the rates given: the pacing alone holds them.
