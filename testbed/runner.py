@@ -160,7 +160,8 @@ def probe_settings(spec, configs, probe=None):
     """Probe settings shared by all probes: every ordered DC pair with the
     link directions its route crosses (for the budget and the slots), the
     route's one-way delay plus jitter and its slowest configured rate (for
-    the slots' width), and one epoch the probes count periods from.  With
+    the slots' width), the queue of its first link (the probe's router's
+    own, which its trains must fit), and one epoch the probes count periods from.  With
     `pairs: neighbours`, only the pairs the routers send over one link.
 
     The epoch is CLOCK_MONOTONIC, a little ahead so the probes have started
@@ -181,7 +182,7 @@ def probe_settings(spec, configs, probe=None):
             ways = [spec.link(a, b).direction(a, b) for a, b in links]
             pairs.append({"src": src.name, "dst": dst.name, "links": links,
                           "delay": sum(d.delay + d.jitter for d in ways),
-                          "rate": min(d.rate for d in ways)})
+                          "rate": min(d.rate for d in ways), "queue": ways[0].queue})
     return {"period": probe.period, "budget": probe.budget, "train_time": probe.train_time,
             "epoch": time.monotonic() + PROBE_LEAD,
             "pub_port": PROBE_PORT + 1, "pairs": pairs, "agent_dcs": {c.name: c.dc for c in configs}}

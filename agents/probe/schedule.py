@@ -62,6 +62,7 @@ class Pair:
     links: tuple     # link directions on the path, e.g. (("a", "b"), ("b", "c"))
     delay: float = 0.0      # one-way delay of the path plus its jitter, seconds
     rate: float = None      # configured rate of the path's slowest link direction, bit/s
+    queue: float = None     # bytes the queue of the path's first link direction holds
 
 
 @dataclass(frozen=True)

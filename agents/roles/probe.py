@@ -2,7 +2,8 @@
 
 * Active: in each pair's slot of the period (slots every probe of the run
   agrees on, see agents.probe.schedule) it sends a packet train (UDP, full
-  frames, back to back) to the other DC's probe; the receiver turns the
+  frames, back to back, never more at once than its first link's queue
+  takes: agents.probe.sender) to the other DC's probe; the receiver turns the
   train's dispersion (kernel receive timestamps) into the bottleneck's wire
   rate.  A train that lost too many frames to be timed met a full queue:
   the receiver then reads what the link carried from its router's
@@ -26,19 +27,15 @@ from agents.probe import matrix, schedule
 from agents.probe.carried import CarriedRates
 from agents.probe.estimator import Estimator
 from agents.probe.passive import PassiveReader
+from agents.probe.sender import SO_RCVBUFFORCE, TrainSender, force_buffer
 
 MAGIC = b"TBPR"
 HEAD = struct.Struct("!4sBIHHd")        # magic, kind, train id, seq, count, sent (monotonic)
 TRAIN, PING, PONG = 0, 1, 2
 PAYLOAD = 1472                          # a 1514-byte frame on the wire
 SO_TIMESTAMPNS = 35
-SO_SNDBUFFORCE, SO_RCVBUFFORCE = 32, 33  # past net.core.[rw]mem_max; root only
-# A source sends all its trains of a slot at once, to different links.  With
-# the default send buffer (about 90 frames) the second train's frames enter
-# the kernel only as the first's leave through its shaper, so the second
-# train is paced by the first's link and by how soon a busy CPU wakes the
-# probe, and reads that instead of its own link's rate.
-SOCKET_BUFFER = 4 << 20
+# Trains from every other DC arrive here at once.
+RECEIVE_BUFFER = 4 << 20
 TRAIN_IDLE = 0.3                        # a train is over this long after its last packet
 # A train longer than the bottleneck's queue loses its tail there, but the
 # packets that get through still leave at the bottleneck's rate, so their
@@ -108,13 +105,6 @@ def dispersion_rates(times, window=WINDOW, head=HEAD_CLUMP):
     return max(available, statistics.median(rates)), available, False
 
 
-def _set_buffer(sock, forced, plain):
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, forced, SOCKET_BUFFER)
-    except OSError:
-        sock.setsockopt(socket.SOL_SOCKET, plain, SOCKET_BUFFER)
-
-
 def kernel_time(anc):
     for level, kind, data in anc:
         if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
@@ -128,7 +118,7 @@ def run(cfg, log):
     me = cfg.dc
     peers = {x.dc: x for x in cfg.probes if x.dc != me}
     pairs = [schedule.Pair(q["src"], q["dst"], tuple(tuple(link) for link in q["links"]),
-                           q["delay"], q["rate"])
+                           q["delay"], q["rate"], q.get("queue"))
              for q in p["pairs"]]
     table = schedule.table(pairs, p["period"], p["train_time"])
     period = table.period
@@ -138,9 +128,13 @@ def run(cfg, log):
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-    _set_buffer(sock, SO_SNDBUFFORCE, socket.SO_SNDBUF)
-    _set_buffer(sock, SO_RCVBUFFORCE, socket.SO_RCVBUF)
+    force_buffer(sock, SO_RCVBUFFORCE, socket.SO_RCVBUF, RECEIVE_BUFFER)
     sock.bind((cfg.host, cfg.port))
+    pad = b"\0" * (PAYLOAD - HEAD.size)
+    # Each train's own socket, so that one destination's link paces only its own trains.
+    sender = TrainSender(cfg.host, {(peers[q.dst].host, cfg.port): q.queue for q in mine},
+                         lambda train, seq, count, sent: HEAD.pack(MAGIC, TRAIN, train, seq, count, sent),
+                         pad)
     ctx = zmq.Context()
     pub = ctx.socket(zmq.PUB)
     pub.setsockopt(zmq.LINGER, 0)
@@ -164,7 +158,13 @@ def run(cfg, log):
     rounds = round((next_round - p["epoch"]) / period)
     due = []                             # [(time, pair)] trains of this round
     next_passive = started
-    pad = b"\0" * (PAYLOAD - HEAD.size)
+
+    dc_of = {(x.host, cfg.port): dc for dc, x in peers.items()}
+
+    def handed(trains):
+        for addr, _, packets, sent in trains:
+            log("train", dst=dc_of[addr], packets=packets, bytes=packets * schedule.FRAME, sent=sent,
+                handed=time.monotonic() - sent)
 
     def publish(src, now):
         est = estimators[src].estimate(now)
@@ -202,12 +202,8 @@ def run(cfg, log):
                 packets, _ = schedule.train_plan(q, pairs, sub.bw(q.src, q.dst), period,
                                                  p["budget"], p["train_time"])
                 train_id += 1
-                addr = (peers[q.dst].host, cfg.port)
-                t_send = time.monotonic()
-                for seq in range(packets):
-                    sock.sendto(HEAD.pack(MAGIC, TRAIN, train_id, seq, packets, t_send) + pad, addr)
                 sent_bytes[q.dst] += packets * schedule.FRAME
-                log("train", dst=q.dst, packets=packets, bytes=packets * schedule.FRAME, sent=t_send)
+                handed(sender.start((peers[q.dst].host, cfg.port), train_id, packets, time.monotonic()))
             if now >= next_passive:
                 for src, t, goodput in passive.read():
                     if src in estimators:
@@ -228,11 +224,15 @@ def run(cfg, log):
                     estimators[src].add_carried(time.monotonic(), rate)
                     publish(src, time.monotonic())
             wake = min([next_round, next_passive] + [d[0] for d in due[:1]])
-            ready, _, _ = select.select([sock], [], [], max(0.0, min(0.05, wake - time.monotonic())))
+            ready, writable, _ = select.select([sock], sender.waiting(), [],
+                                               max(0.0, min(0.05, wake - time.monotonic())))
+            if writable:
+                handed(sender.pump())
             if ready:
                 receive(sock, trains, estimators, peers, cfg.port)
     finally:
         log("probe_bytes", sent=sent_bytes, seconds=time.monotonic() - started)
+        sender.close()
         sub.close()
         pub.close(0)
         ctx.term()

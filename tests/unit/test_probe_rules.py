@@ -3,6 +3,7 @@ import pytest
 from agents.probe import schedule
 from agents.probe.carried import CarriedRates, rx_bytes
 from agents.probe.estimator import Estimator
+from agents.probe.sender import TrainSender, frames_in_flight
 from agents.roles.probe import Trains, dispersion_rates
 
 FRAME_BITS = 1514 * 8
@@ -251,3 +252,25 @@ def test_a_link_shared_by_many_pairs_gets_full_trains_less_often_not_untimeable_
 
 def test_the_first_train_is_small_and_goes_at_once():
     assert schedule.train_plan(PAIRS[0], PAIRS, None, 2.5, 0.05, 0.1) == (16, 1)
+
+
+def test_a_train_may_keep_half_its_first_links_queue():
+    # 25 Mbit/s for 10 ms: one round trip is 62,500 bytes, 41.3 frames.
+    assert frames_in_flight(62_500) == 20
+    assert frames_in_flight(3 * 1514) == 4            # a tiny queue still takes a few
+    assert frames_in_flight(62_500, share=1.0) == 41
+
+
+def test_the_sender_hands_over_every_frame_of_each_train_once():
+    import socket
+    rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    rx.bind(("127.0.0.1", 0))
+    rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+    addr = rx.getsockname()
+    sender = TrainSender("127.0.0.1", {addr: 62_500}, lambda *h: ",".join(map(str, h)).encode(), b";")
+    done = sender.start(addr, 1, 30, 5.0) + sender.start(addr, 2, 3, 6.0) + sender.pump()
+    got = [rx.recv(100).decode() for _ in range(33)]
+    sender.close()
+    rx.close()
+    assert done == [(addr, 1, 30, 5.0), (addr, 2, 3, 6.0)] and sender.waiting() == []
+    assert got == [f"1,{s},30,5.0;" for s in range(30)] + [f"2,{s},3,6.0;" for s in range(3)]
