@@ -7,22 +7,25 @@ one round trip of its rate, so a 10 ms link at 25 Mbit/s holds 41 frames,
 while a train that lasts USEFUL_TRAIN at that rate is 124 frames long;
 and with TCP keeping the queue nearly full, almost none of it got in.
 
-So each destination has a socket of its own whose send buffer holds only
-`QUEUE_SHARE` of the first link's queue: a frame the queue still holds is
+So each destination has a socket of its own whose send buffer holds no
+more than the first link's queue: a frame the queue still holds is
 charged to the socket that sent it, and the kernel refuses a datagram
-while the socket's charge is at its buffer.  The probe hands frames over
-while the socket takes them and waits for it to become writable again
-(at half its buffer).  The queue then keeps between a quarter and a half
-of its bytes of the train as long as the probe wakes within that time,
-so the link never idles between the train's frames and the receiver
-still times the link, not the sender; the rest of the queue is left for
-the traffic already in it.
+while the socket's charge is at its buffer.  A train that fits the queue
+goes at once, as it always did; of a longer one, the probe hands over
+what the socket takes and the rest as the queue drains (the socket is
+writable again at half its buffer), so the link stays busy with the train
+as long as the probe wakes within half a queue's time, and the receiver
+still times the link, not the sender.
 
-QUEUE_SHARE is our choice.  A queue sized in round trips shrinks with
-its link's rate when the rate changes live; the share is taken of the
-queue the run started with, so a link slowed to under half its rate may
-again drop a long train's tail (the frames that do arrive still carry the
-link's spacing).
+`QUEUE_SHARE` of the queue, not less: frames that wait in the queue
+together leave back to back, while a train fed in smaller doses shares
+the queue with the traffic already in it, whose frames then fall between
+every dose, and it reads what that traffic leaves of the link (a plan
+that keeps its links full read 0.6-0.7 of them with half the queue).
+A queue sized in round trips shrinks with its link's rate when the rate
+changes live; the share is taken of the queue the run started with, so a
+link slowed down may again drop a long train's tail (the frames that do
+arrive still carry the link's spacing).
 """
 
 import socket
@@ -32,7 +35,7 @@ FRAME = 1514
 # sk_buff's truesize, 2304 bytes on this kernel, measured with SIOCOUTQ):
 # a send buffer is counted in these, not in bytes on the wire.
 TRUESIZE = 2304
-QUEUE_SHARE = 0.5
+QUEUE_SHARE = 1.0
 MIN_FRAMES = 4
 UNLIMITED = 4 << 20      # bytes: a whole train at once, for a link of no known queue
 SO_SNDBUFFORCE, SO_RCVBUFFORCE = 32, 33  # past net.core.[rw]mem_max; root only

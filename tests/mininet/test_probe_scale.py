@@ -30,13 +30,13 @@ def ring_with_chords(n, chords, bw="20mbit", delay="30ms"):
         + "\n")
 
 
-def three_dcs(name, *links):
-    """DCs a, b and c, joined by `links` of (dc, dc, rate), each 30 ms one way."""
+def three_dcs(name, *links, delay="30ms"):
+    """DCs a, b and c, joined by `links` of (dc, dc, rate), each `delay` one way."""
     return spec_of("\n".join(
         [f"name: {name}", "datacenters:"]
         + [f"  - {{name: {x}, workers: 0}}" for x in "abc"]
         + ["wan:"]
-        + [f"  - {{between: [{a}, {b}], bw: {bw}, delay: 30ms}}" for a, b, bw in links])
+        + [f"  - {{between: [{a}, {b}], bw: {bw}, delay: {delay}}}" for a, b, bw in links])
         + "\n")
 
 
@@ -77,11 +77,11 @@ def test_on_slow_links_the_shapers_burst_does_not_inflate_the_estimates(tmp_path
 @pytest.mark.timeout(120)
 def test_a_source_sends_its_trains_of_one_slot_together_each_at_its_own_links_pace(tmp_path):
     # a probes b and c in the same slot.  Each train (about 100 frames) is
-    # twice what a's socket for it may keep in its link's queue, so it is
-    # handed over as that queue drains: its last frame within the train's
-    # own time on its link.  Were the two trains held back by one socket,
-    # the second would wait for the first to drain through its link.
-    spec = three_dcs("fan", ("a", "b", "20mbit"), ("a", "c", "20mbit"))
+    # three times what its link's queue holds (33 frames, one 20 ms round
+    # trip), so it is handed over as that queue drains: its last frame
+    # within the train's own time on its link.  Were the two trains held
+    # back by one socket, the second would wait for the first to drain.
+    spec = three_dcs("fan", ("a", "b", "20mbit"), ("a", "c", "20mbit"), delay="10ms")
     with network.build(spec) as net:
         check = probe_ratios(net, samples=3, folder=str(tmp_path))
     trains = [e for e in read_events(os.path.join(tmp_path, "a-p.jsonl")) if e["ev"] == "train"]

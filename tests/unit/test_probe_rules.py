@@ -254,11 +254,11 @@ def test_the_first_train_is_small_and_goes_at_once():
     assert schedule.train_plan(PAIRS[0], PAIRS, None, 2.5, 0.05, 0.1) == (16, 1)
 
 
-def test_a_train_may_keep_half_its_first_links_queue():
+def test_a_train_may_fill_its_first_links_queue():
     # 25 Mbit/s for 10 ms: one round trip is 62,500 bytes, 41.3 frames.
-    assert frames_in_flight(62_500) == 20
+    assert frames_in_flight(62_500) == 41
     assert frames_in_flight(3 * 1514) == 4            # a tiny queue still takes a few
-    assert frames_in_flight(62_500, share=1.0) == 41
+    assert frames_in_flight(62_500, share=0.5) == 20
 
 
 def test_the_sender_hands_over_every_frame_of_each_train_once():
