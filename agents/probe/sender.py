@@ -30,13 +30,14 @@ arrive still carry the link's spacing).
 
 import socket
 
-FRAME = 1514
+from agents.probe.schedule import FRAME
+
 # What the kernel charges a socket for one full-frame datagram (its
 # sk_buff's truesize, 2304 bytes on this kernel, measured with SIOCOUTQ):
 # a send buffer is counted in these, not in bytes on the wire.
 TRUESIZE = 2304
 QUEUE_SHARE = 1.0
-MIN_FRAMES = 4
+MIN_FRAMES = 2           # the smallest queue a spec may set, and about the kernel's least send buffer
 UNLIMITED = 4 << 20      # bytes: a whole train at once, for a link of no known queue
 SO_SNDBUFFORCE, SO_RCVBUFFORCE = 32, 33  # past net.core.[rw]mem_max; root only
 
