@@ -15,13 +15,21 @@ queue behind its traffic), so the most recent reading alone would make
 the plan chase its own load; a link that really slows down is followed
 once the memory has passed.  A re-plan is solved in
 a thread: iterations go on being released under the plan in force, and
-the new one takes over at the first release after it is ready.
+the new one takes over at the first release after it is ready.  On a WAN
+whose rates change within an iteration (`optimal`'s docstring,
+`agents/planning/volatility`), the memory is `volatile_memory` and the
+plan is not paced; switching either way re-plans.
 """
 
 import dataclasses
+import statistics
 import threading
 
 from agents.overlay import netstorm_policy, optimal
+from agents.planning.volatility import Holding
+
+RECENT_ITERATIONS = 3              # an iteration's duration is the median of the last three:
+                                   # the one a redraw lands in runs long on its own
 
 
 class Policy(netstorm_policy.Policy):
@@ -34,10 +42,16 @@ class Policy(netstorm_policy.Policy):
         self.links = [link for a, b, *_ in layout.links for link in ((a, b), (b, a))]
         self.rtts = {}                 # (a, b) -> seconds, from the probes
         self.pairs = {}                # (a, b) -> payload bytes/s the probes see from DC a to DC b
+        self.long_pairs = {}           # the same within volatile_memory
         self.size = layout.size        # the model's elements, as the workers report them
         self.seen = {}                 # (a, b) -> [(time, payload bytes/s)] within the memory
         self.solving = None            # the thread of a re-plan under way
         self.solved = None             # (policy, speeds, change) it left
+        self.holding = Holding(optimal.option(layout, "update_change"),
+                               optimal.option(layout, "volatile_memory"),
+                               optimal.option(layout, "hold_iterations"))
+        self.boundaries = []           # when the last iterations were released
+        self.volatile = False          # whether rates change faster than plans run
 
     def speeds(self):
         """Estimated payload bytes/s per link; a link not yet estimated
@@ -55,16 +69,27 @@ class Policy(netstorm_policy.Policy):
         bytes/s per link (`optimal.link_estimates`), RTTs as they are."""
         now = self.clock()
         memory = optimal.option(self.layout, "estimate_memory")
+        long_memory = optimal.option(self.layout, "volatile_memory")
         for key, probe in probes.items():
             a, _, b = key.partition("->")
             if probe.get("active"):
                 seen = self.seen.setdefault((a, b), [])
                 seen.append((now, probe["active"] * optimal.GOODPUT_SHARE / 8))
-                seen[:] = [(t, v) for t, v in seen if now - t <= memory]
-                self.pairs[(a, b)] = max(v for _, v in seen)
+                seen[:] = [(t, v) for t, v in seen if now - t <= max(memory, long_memory)]
+                self.pairs[(a, b)] = max(v for t, v in seen if now - t <= memory)
+                self.long_pairs[(a, b)] = max(v for t, v in seen if now - t <= long_memory)
             if probe.get("rtt") and (a, b) in self.links:
                 self.rtts[(a, b)] = probe["rtt"]
-        self.estimates = optimal.link_estimates(self.pairs, self.layout.routes, self.links)
+        routes = self.layout.routes
+        self.holding.observe(now, optimal.link_estimates(self.pairs, routes, self.links))
+        self.volatile = bool(self.holding.iterations) and self.holding.volatile(now, self.iteration())
+        self.estimates = optimal.link_estimates(self.long_pairs if self.volatile else self.pairs,
+                                                routes, self.links)
+
+    def iteration(self):
+        """Seconds an iteration lasts lately (None before two boundaries)."""
+        gaps = [b - a for a, b in zip(self.boundaries, self.boundaries[1:])][-RECENT_ITERATIONS:]
+        return statistics.median(gaps) if gaps else None
 
     def on_message(self, sender, header):
         if header.get("type") != "ns_release":
@@ -79,8 +104,12 @@ class Policy(netstorm_policy.Policy):
     def _solve(self, speeds):
         layout = dataclasses.replace(self.layout, size=self.size)
         policy = optimal.compute_policy(speeds, self.delays(), self.order, layout, self.policy)
-        # Pacing at a guess would hold a link to it: pace only a plan of estimates.
-        policy["pace"] = self._all_estimated()
+        # Pacing at a guess would hold a link to it: pace only a plan of estimates,
+        # and on a volatile WAN only if asked (the rates it was made on will not hold).
+        policy["guessed"] = not self._all_estimated()
+        policy["volatile"] = self.volatile
+        policy["pace"] = not policy["guessed"] and (
+            not self.volatile or bool(optimal.option(self.layout, "volatile_pace")))
         return policy
 
     def _adopt(self, policy, speeds):
@@ -111,11 +140,20 @@ class Policy(netstorm_policy.Policy):
         """Largest relative change of a link since the plan in force.  A
         plan made while some links had no estimate stays until every link
         has one (a plan on half the numbers can be far worse than one on
-        none), and is then redone in full."""
-        if self.policy is not None and not self.policy["pace"]:
+        none), and is then redone in full; so is a plan made for the other
+        kind of WAN, steady or volatile."""
+        if self.policy is not None and self.policy["guessed"]:
             return 1.0 if self._all_estimated() else None
+        if self.policy is not None and self.policy["volatile"] != self.volatile:
+            return 1.0
         old = self.planned_on
         return max(abs(speeds[k] - old[k]) / old[k] for k in speeds) if old else None
+
+    def _release(self, worker, it):
+        replies, decisions = super()._release(worker, it)
+        if replies:                    # every worker is at the boundary: an iteration begins
+            self.boundaries = self.boundaries[-RECENT_ITERATIONS:] + [self.clock()]
+        return replies, decisions
 
     def _all_estimated(self):
         return all(link in self.estimates for link in self.links)
@@ -124,7 +162,7 @@ class Policy(netstorm_policy.Policy):
         return {f"{a}->{b}": "probe" if (a, b) in self.estimates else "none" for a, b in self.links}
 
     def summary(self):
-        return {"roots": self.roots(), "rate": self.policy["rate"] * 8,
+        return {"roots": self.roots(), "rate": self.policy["rate"] * 8, "volatile": self.policy["volatile"],
                 "latency": self.policy["latency"], "slices": len(self.policy["slices"]),
                 "trees": self.trees(), "loads": {k: v * 8 for k, v in self.policy["loads"].items()}}
 
