@@ -44,7 +44,7 @@ class Policy(netstorm_policy.Policy):
         self.pairs = {}                # (a, b) -> payload bytes/s the probes see from DC a to DC b
         self.long_pairs = {}           # the same within volatile_memory
         self.size = layout.size        # the model's elements, as the workers report them
-        self.seen = {}                 # (a, b) -> [(time, payload bytes/s)] within the memory
+        self.seen = {}                 # (a, b) -> [(time, payload bytes/s)] within either memory
         self.solving = None            # the thread of a re-plan under way
         self.solved = None             # (policy, speeds, change) it left
         self.holding = Holding(optimal.option(layout, "update_change"),
@@ -82,7 +82,7 @@ class Policy(netstorm_policy.Policy):
                 self.rtts[(a, b)] = probe["rtt"]
         routes = self.layout.routes
         self.holding.observe(now, optimal.link_estimates(self.pairs, routes, self.links))
-        self.volatile = bool(self.holding.iterations) and self.holding.volatile(now, self.iteration())
+        self.volatile = self.holding.volatile(now, self.iteration())
         self.estimates = optimal.link_estimates(self.long_pairs if self.volatile else self.pairs,
                                                 routes, self.links)
 

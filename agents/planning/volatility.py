@@ -10,11 +10,14 @@ re-plans every iteration onto rates already gone.
 
 `Holding` counts, per link direction, the steps of its estimate: a move of
 more than `step` (relative) from the level it last settled at.  A link's
-hold time is the span it has been watched over (at most `window` seconds)
-divided by its steps in that span; the WAN's is the median over links (a
-few links that step often do not make a WAN volatile, and one link gone
-wrong is the re-planning's job).  The WAN is volatile while that median is
-shorter than `iterations` times the last iteration's duration: a plan made
+hold time is `window` divided by its steps in the last `window` seconds,
+even while it has been watched for less: the steps of a link's first
+estimates settling would otherwise make a steady WAN look volatile in its
+first seconds (in one ps-scaling run, counted over the time watched, a
+steady WAN was taken for a volatile one 13 s in).  The WAN's hold time is the median over links (a few links
+that step often do not make a WAN volatile, and one link gone wrong is the
+re-planning's job).  The WAN is volatile while that median is
+shorter than `iterations` times an iteration's duration: a plan made
 now would not outlast the rates it was made on.  Where the text is silent
 (the planner's own rule) we choose this test; `step`, `window` and
 `iterations` are parameters.
@@ -31,7 +34,6 @@ class Holding:
     def __init__(self, step, window, iterations):
         self.step, self.window, self.iterations = step, window, iterations
         self.level = {}            # link -> the estimate it last settled at
-        self.first = {}            # link -> when it was first seen
         self.steps = {}            # link -> [times it stepped]
 
     def observe(self, now, estimates):
@@ -41,7 +43,6 @@ class Holding:
                 continue
             level = self.level.get(link)
             if level is None:
-                self.first[link] = now
                 self.level[link] = rate
                 self.steps[link] = []
             elif abs(rate - level) / level > self.step:
@@ -55,10 +56,9 @@ class Holding:
         """Median over links of seconds per step (inf for a link that has
         not stepped in the window); None before any link is seen."""
         holds = []
-        for link, times in self.steps.items():
-            span = min(self.window, now - self.first[link])
+        for times in self.steps.values():
             recent = [t for t in times if now - t <= self.window]
-            holds.append(span / len(recent) if recent else float("inf"))
+            holds.append(self.window / len(recent) if recent else float("inf"))
         return statistics.median(holds) if holds else None
 
     def volatile(self, now, iteration):

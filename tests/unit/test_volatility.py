@@ -18,7 +18,7 @@ def test_a_link_stepping_every_10_s_holds_10_s_and_is_volatile_under_15_s_iterat
         if t and t % 10 == 0:
             rate = 2.0 if rate == 1.0 else 1.0          # +100% then -50%: both are steps
         holding.observe(float(t), {"a": rate})
-    # Six steps (10, 20, ..., 60) over a 60 s span: one every 10 s.
+    # Six steps (10, 20, ..., 60) in the 60 s window: one every 10 s.
     assert holding.hold(60.0) == pytest.approx(10.0)
     assert holding.volatile(60.0, iteration=15.0)        # 10 < 2 x 15
     assert not holding.volatile(60.0, iteration=4.0)     # 10 > 2 x 4
@@ -31,7 +31,8 @@ def test_moves_under_the_step_do_not_count_and_old_steps_leave_the_window():
     holding.observe(5.0, {"a": 120.0})                   # 20%: not a step
     holding.observe(10.0, {"a": 140.0})                  # 40% from the level of 100: a step
     holding.observe(20.0, {"a": 160.0})                  # 14% from 140: not one
-    assert holding.hold(20.0) == pytest.approx(20.0)     # one step over 20 s watched
+    # One step in the window: 60 s, though the link has been watched for 20.
+    assert holding.hold(20.0) == pytest.approx(60.0)
     holding.observe(71.0, {"a": 160.0})                  # the step at 10 s is 61 s old
     assert holding.hold(71.0) == float("inf")
     assert not holding.volatile(71.0, iteration=100.0)
@@ -81,7 +82,7 @@ def test_on_a_volatile_wan_the_coordinator_plans_on_the_best_of_the_long_memory_
         clock[0] = float(t)
         policy.take_probes({k: {"active": 2e6 if (t // 10) % 2 == 0 else 8e6} for k in links})
     # The highest reading of the last 8 s stepped at 46 (to 2), 50 (8), 68 (2), 70 (8)
-    # and 88 (2): five steps in the 60 s watched, one every 12 s, under 2 x 15 s.
+    # and 88 (2): five steps in the 60 s window, one every 12 s, under 2 x 15 s.
     assert policy.holding.hold(89.0) == pytest.approx(12.0)
     assert policy.volatile
     # The plan's numbers are the best of the last 60 s, not the 2 Mbit/s of the moment.
@@ -112,5 +113,5 @@ def test_hold_iterations_zero_keeps_the_plan_for_a_steady_wan():
     for t in range(46, 90):
         clock[0] = float(t)
         policy.take_probes({k: {"active": 2e6 if (t // 10) % 2 == 0 else 8e6} for k in links})
-    # First seen at 46, steps at 50, 68, 70 and 88: 43 s / 4, short enough, but off.
-    assert policy.holding.hold(89.0) == pytest.approx(43 / 4) and not policy.volatile
+    # First seen at 46, steps at 50, 68, 70 and 88: 60 s / 4 = 15 s, short enough, but off.
+    assert policy.holding.hold(89.0) == pytest.approx(15.0) and not policy.volatile
