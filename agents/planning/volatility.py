@@ -4,23 +4,22 @@ A plan takes over only at an iteration boundary and then runs to the next
 one, so it is only as good as the rates during the iteration after it was
 made.  Where a link's rate holds for several iterations, its latest
 estimate predicts them; where it changes within one (NetStorm's dynamic
-WAN redrawn every 10 s under synchronizations of 15-20 s), the latest
+WAN redrawn every 10 s under synchronizations of 13-28 s), the latest
 estimate is stale before the plan made on it has run, and chasing it
 re-plans every iteration onto rates already gone.
 
 `Holding` counts, per link direction, the steps of its estimate: a move of
 more than `step` (relative) from the level it last settled at.  A link's
 hold time is `window` divided by its steps in the last `window` seconds,
-even while it has been watched for less: the steps of a link's first
-estimates settling would otherwise make a steady WAN look volatile in its
-first seconds (in one ps-scaling run, counted over the time watched, a
-steady WAN was taken for a volatile one 13 s in).  The WAN's hold time is the median over links (a few links
-that step often do not make a WAN volatile, and one link gone wrong is the
-re-planning's job).  The WAN is volatile while that median is
-shorter than `iterations` times an iteration's duration: a plan made
-now would not outlast the rates it was made on.  Where the text is silent
-(the planner's own rule) we choose this test; `step`, `window` and
-`iterations` are parameters.
+even while it has been watched for less: counted over the time watched,
+the one step of a link's first estimates settling made a steady WAN look
+volatile in its first seconds (ps-scaling, 13 s into a run).  The WAN's
+hold time is the median over links (a few links that step often do not
+make a WAN volatile, and one link gone wrong is the re-planning's job).
+The WAN is volatile while that median is shorter than `iterations` times
+an iteration's duration: a plan made now would not outlast the rates it
+was made on.  Where the text is silent (the planner's own rule) we choose
+this test; `step`, `window` and `iterations` are parameters.
 
 Hand-checked: one link stepping every 10 s over a 60 s window holds 10 s;
 with iterations of 15 s and `iterations` = 2 that is volatile (10 < 30),

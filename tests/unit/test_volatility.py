@@ -113,5 +113,6 @@ def test_hold_iterations_zero_keeps_the_plan_for_a_steady_wan():
     for t in range(46, 90):
         clock[0] = float(t)
         policy.take_probes({k: {"active": 2e6 if (t // 10) % 2 == 0 else 8e6} for k in links})
-    # First seen at 46, steps at 50, 68, 70 and 88: 60 s / 4 = 15 s, short enough, but off.
+    # Steps at 50, 68, 70 and 88 (the first reading, at 46, sets the level): 60 s / 4 = 15 s,
+    # short enough, but the test is off.
     assert policy.holding.hold(89.0) == pytest.approx(15.0) and not policy.volatile
