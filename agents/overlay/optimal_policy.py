@@ -88,7 +88,7 @@ class Policy(netstorm_policy.Policy):
 
     def iteration(self):
         """Seconds an iteration lasts lately (None before two boundaries)."""
-        gaps = [b - a for a, b in zip(self.boundaries, self.boundaries[1:])][-RECENT_ITERATIONS:]
+        gaps = [b - a for a, b in zip(self.boundaries, self.boundaries[1:])]
         return statistics.median(gaps) if gaps else None
 
     def on_message(self, sender, header):
@@ -152,6 +152,7 @@ class Policy(netstorm_policy.Policy):
     def _release(self, worker, it):
         replies, decisions = super()._release(worker, it)
         if replies:                    # every worker is at the boundary: an iteration begins
+            # RECENT_ITERATIONS + 1 boundaries make that many iterations.
             self.boundaries = self.boundaries[-RECENT_ITERATIONS:] + [self.clock()]
         return replies, decisions
 

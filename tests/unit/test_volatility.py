@@ -116,3 +116,9 @@ def test_hold_iterations_zero_keeps_the_plan_for_a_steady_wan():
     # Steps at 50, 68, 70 and 88 (the first reading, at 46, sets the level): 60 s / 4 = 15 s,
     # short enough, but the test is off.
     assert policy.holding.hold(89.0) == pytest.approx(15.0) and not policy.volatile
+    # The first plan, made on guesses, is redone now that every link has an estimate,
+    # and for a steady WAN: on the 8 s memory (2 Mbit/s, not the 60 s best) and paced.
+    policy.tick(now=89.0)
+    (replan,) = settle(policy)
+    assert replan["change"] == 1.0 and not replan["volatile"] and policy.policy["pace"]
+    assert policy.estimates[("l0", "hub")] == pytest.approx(2e6 * 1448 / 1514 / 8)
