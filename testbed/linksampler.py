@@ -50,7 +50,7 @@ class LinkSampler:
             self.cpu = CpuMeter()
         elif self.cpu_path:
             with open(self.cpu_path, "a") as f:
-                f.write(json.dumps({"t": now, "busy": self.cpu.lap(), "cores": os.cpu_count()}) + "\n")
+                f.write(json.dumps({"t": now, **self.cpu.lap(), "cores": os.cpu_count()}) + "\n")
 
     def _loop(self):
         while not self._stop.is_set():

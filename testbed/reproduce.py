@@ -59,7 +59,8 @@ def rows_of(record):
             summary = report.summarize(RunFolder(entry["run"]))
             row.update({k: summary.get(k) for k in ROW_METRICS})
             cpu = summary.get("cpu") or {}
-            row.update({"cpu_busy": cpu.get("busy"), "cpu_saturated": cpu.get("saturated")})
+            row.update({"cpu_busy": cpu.get("busy"), "cpu_saturated": cpu.get("saturated"),
+                        "cpu_stolen": cpu.get("stolen")})
         else:
             row["status"] = "failed"
         rows.append(row)

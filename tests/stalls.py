@@ -3,10 +3,11 @@
 import itertools
 import time
 
+from testbed import cpu
 from testbed.emulation import measure
 
 
-def unstalled(measure_once, good, attempts=3, patience=45.0, stolen=0.05):
+def unstalled(measure_once, good, attempts=3, patience=45.0, stolen=cpu.STOLEN_WARN):
     """Run measure_once() until good(result), or until `attempts` runs
     have failed with no more than `stolen` of the CPU time taken by the
     hypervisor (measure.stolen_share: nothing forwards meanwhile, so such

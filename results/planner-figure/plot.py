@@ -37,7 +37,8 @@ LEVELS = (0.90, 0.95)
 COLUMNS = ("network", "system", "status", "iterations", "model_mb", "sync_s", "t_lb_s",
            "sync_over_t_lb", "settled_over_t_lb", "planned_s", "planned_true_s",
            "plan_over_t_lb", "sync_over_plan", "final_accuracy",
-           *(f"tta_{round(level * 100)}_s" for level in LEVELS), "cpu_busy", "cpu_saturated")
+           *(f"tta_{round(level * 100)}_s" for level in LEVELS), "cpu_busy", "cpu_saturated",
+           "cpu_stolen")
 
 
 def split_label(name):
@@ -104,7 +105,8 @@ def summarize(rows):
         network, system = split_label(r["variant"]["name"])
         row = {"network": network, "system": system, "status": r.get("status"),
                "iterations": r.get("iterations"), "final_accuracy": r.get("final_accuracy"),
-               "cpu_busy": r.get("cpu_busy"), "cpu_saturated": r.get("cpu_saturated")}
+               "cpu_busy": r.get("cpu_busy"), "cpu_saturated": r.get("cpu_saturated"),
+               "cpu_stolen": r.get("cpu_stolen")}
         run = r.get("run")
         if run and "mlp" in network:
             points = accuracy_curve(run)

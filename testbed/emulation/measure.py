@@ -12,6 +12,7 @@ import re
 import subprocess
 import time
 
+from testbed import cpu
 from testbed.emulation.network import NetworkError, run_in
 
 GOODPUT_SHARE = 1448 / 1514
@@ -19,9 +20,8 @@ GOODPUT_SHARE = 1448 / 1514
 
 def cpu_times():
     """(stolen, total) jiffies of all CPUs since boot, from /proc/stat."""
-    with open("/proc/stat") as f:
-        fields = [int(x) for x in f.readline().split()[1:9]]
-    return fields[7], sum(fields)
+    fields = cpu.jiffies()[:cpu.STEAL_FIELD + 1]
+    return fields[cpu.STEAL_FIELD], sum(fields)
 
 
 def stolen_share(before, after):
