@@ -59,6 +59,20 @@ def nodes(node, at=()):
         yield from nodes(child, at + (key,))
 
 
+def shape(doc, at):
+    """`at` with each index of a list's mapping replaced by that mapping's
+    keys: the 26 generator entries of a dynamic WAN, all with the same
+    keys, are checked through their first (a list's plain values keep
+    their index: `between[1]` is looked up after `between[0]`)."""
+    out, node = [], doc
+    for key in at:
+        child = node[key]
+        out.append(("keys", tuple(sorted(child))) if isinstance(node, list) and isinstance(child, dict)
+                   else key)
+        node = child
+    return tuple(out)
+
+
 def changed(doc, at, value):
     if not at:
         return value
@@ -80,8 +94,11 @@ def dump(doc):
 @pytest.mark.parametrize("name,doc,source", documents(), ids=lambda v: v if isinstance(v, str) else "")
 def test_every_wrong_type_anywhere_is_a_spec_error(name, doc, source):
     S.loads(dump(doc), source=source)          # the unchanged file is valid
-    tried = 0
+    tried, shapes = 0, set()
     for at in nodes(doc):
+        if shape(doc, at) in shapes:
+            continue
+        shapes.add(shape(doc, at))
         for value in WRONG + ([DELETE] if at else []):
             try:
                 result = S.loads(dump(changed(doc, at, value)), source=source)
@@ -90,7 +107,7 @@ def test_every_wrong_type_anywhere_is_a_spec_error(name, doc, source):
             else:
                 assert isinstance(result, S.Spec)
             tried += 1
-    assert tried > 100
+    assert tried > 50
 
 
 def test_an_unforeseen_wrong_type_is_an_error_at_the_path_being_checked():
