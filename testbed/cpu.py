@@ -5,7 +5,7 @@ Idle time is accounted exactly, while the busy fields are sampled on the
 timer tick and miss short wake-ups (the delay line's 1 ms ticks), so busy
 is taken as what is neither idle nor stolen.  Stolen time is what a
 virtual machine's cores were ready to run but the host ran something
-else: the hypervisor accounts it, exactly, as the idle time.
+else, as the hypervisor reports it.
 
 Why a run reports it: every emulated host, router, relay and delay line
 shares this machine's cores.  Where they are all busy, a train leaves late,
@@ -45,20 +45,18 @@ def jiffies():
         return [int(x) for x in f.readline().split()[1:]]
 
 
-def idle_seconds():
-    """Seconds all cores have been idle since boot."""
-    fields = jiffies()
-    return sum(fields[i] for i in IDLE_FIELDS) / os.sysconf("SC_CLK_TCK")
-
-
-def stolen_seconds():
-    """Seconds the hypervisor has held the cores back since boot."""
-    return jiffies()[STEAL_FIELD] / os.sysconf("SC_CLK_TCK")
+def reading():
+    """(monotonic seconds, seconds all cores have been idle since boot,
+    seconds the hypervisor has held them back since boot)."""
+    fields, tick = jiffies(), os.sysconf("SC_CLK_TCK")
+    return time.monotonic(), sum(fields[i] for i in IDLE_FIELDS) / tick, fields[STEAL_FIELD] / tick
 
 
 def busy_seconds():
-    """Seconds every core spent busy, counted from an arbitrary start."""
-    return time.monotonic() * os.cpu_count() - idle_seconds()
+    """Seconds every core spent busy (neither idle nor stolen), counted
+    from an arbitrary start."""
+    now, idle, stolen = reading()
+    return now * os.cpu_count() - idle - stolen
 
 
 def shares(before, after, cores):
@@ -74,10 +72,6 @@ def shares(before, after, cores):
 
 def _share(x):
     return max(0.0, min(1.0, x))          # the counters move in whole ticks
-
-
-def reading():
-    return time.monotonic(), idle_seconds(), stolen_seconds()
 
 
 class CpuMeter:
