@@ -35,7 +35,7 @@ class ProbeCheck:
     folder: str             # the probes' configs, logs and events
 
     def settled(self):
-        """(src, dst) -> the ratio of its last estimate (the EWMA by then)."""
+        """(src, dst) -> the ratio of its last estimate (smoothed by then)."""
         return {k: v[-1] for k, v in self.ratios.items() if v}
 
     def worst(self, directions=None):

@@ -74,12 +74,37 @@ def test_once_settled_a_coarse_sample_does_not_unsettle_the_estimate():
 def test_estimator_smooths_then_jumps_after_two_deviating_samples():
     e = Estimator(period=2.0)
     e.add_active(0, 20e6)
-    e.add_active(2, 18e6)                       # within 30%: EWMA 0.5 -> 19e6
-    assert e.bw == pytest.approx(19e6)
+    e.add_active(2, 18e6)                       # within 30%: the higher of 20 and 18
+    assert e.bw == pytest.approx(20e6)
+    e.add_active(3, 17e6)                       # the median of 20, 18 and 17
+    assert e.bw == pytest.approx(18e6)
     e.add_active(4, 5e6)                        # one deviating sample is not believed
-    assert e.bw == pytest.approx(19e6)
+    assert e.bw == pytest.approx(18e6)
     e.add_active(6, 5.2e6)                      # two are: jump
     assert e.bw == pytest.approx(5.2e6)
+
+
+def test_one_low_train_does_not_move_the_estimate_and_two_in_the_last_three_do():
+    # A train a late shaper timer met reads low; the median of the last
+    # three proper samples keeps it out (a mean of weight 1/2 would read 17.5),
+    # and of two, the higher.
+    e = Estimator(period=2.0)
+    e.add_active(0, 20e6)
+    e.add_active(2, 20e6)
+    e.add_active(4, 15e6)                       # 25% low: within the change share
+    assert e.bw == 20e6
+    e.add_active(6, 20e6)                       # median of 20, 15, 20
+    assert e.bw == 20e6
+    e.add_active(8, 16e6)
+    e.add_active(10, 16e6)                      # a link that really slowed: 16 of 20, 16, 16
+    assert e.bw == 16e6
+    # A step starts the median over: the old level does not pull it back.
+    e.add_active(12, 5e6)
+    e.add_active(14, 5.2e6)                     # two agreeing, deviating: the estimate is 5.2
+    e.add_active(16, 4.0e6)                     # the higher of 5.2 and 4.0
+    assert e.bw == 5.2e6
+    e.add_active(18, 5.0e6)                     # the median of 5.2, 4.0 and 5.0
+    assert e.bw == 5.0e6
 
 
 def test_a_coarse_sample_stands_in_until_a_proper_one():
@@ -121,8 +146,9 @@ def test_once_settled_a_train_released_in_a_clump_is_no_sample():
     for t in (2, 4):
         e.add_active(t, capacity, available, coarse, span=times[-1])
     assert e.bw == 20e6 and e.clumps == 2 and e.samples == 1
-    e.add_active(6, 19e6, span=0.06)            # a proper train still averages in
-    assert e.bw == pytest.approx(19.5e6)
+    e.add_active(6, 19e6, span=0.06)            # proper trains still count:
+    e.add_active(8, 18e6, span=0.06)            # the median of 20, 19 and 18
+    assert e.bw == pytest.approx(19e6) and e.samples == 3
 
 
 def test_clumps_in_a_row_raise_the_estimate_until_trains_can_be_timed():
@@ -178,7 +204,7 @@ def test_what_a_full_link_carried_replaces_the_estimate_once_a_second_reading_ag
     assert e.bw == 0.84e6 and not e.coarse
     e.add_carried(10.0, 0.5e6)
     e.add_active(12.5, 0.85e6)                     # a stray low reading, then the truth
-    assert e.bw == pytest.approx(0.5 * 0.85e6 + 0.5 * 0.84e6)
+    assert e.bw == pytest.approx(0.85e6)           # the higher of the two timed trains
 
 
 def test_a_carried_reading_within_the_change_share_leaves_the_estimate_alone():
