@@ -96,9 +96,10 @@ def test_every_wrong_type_anywhere_is_a_spec_error(name, doc, source):
     S.loads(dump(doc), source=source)          # the unchanged file is valid
     tried, shapes = 0, set()
     for at in nodes(doc):
-        if shape(doc, at) in shapes:
+        seen = shape(doc, at)
+        if seen in shapes:
             continue
-        shapes.add(shape(doc, at))
+        shapes.add(seen)
         for value in WRONG + ([DELETE] if at else []):
             try:
                 result = S.loads(dump(changed(doc, at, value)), source=source)
