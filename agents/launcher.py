@@ -58,7 +58,6 @@ def preload():
     """Import what agents import, and no more: no ZeroMQ context, no thread
     of our own and no torch computation exists before a fork."""
     import numpy  # noqa: F401
-    import sklearn.datasets  # noqa: F401 (digits)
     import torch  # noqa: F401
     import zmq  # noqa: F401
 

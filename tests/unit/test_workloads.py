@@ -23,6 +23,13 @@ def test_digits_ship_with_the_package_and_split_80_20():
     assert 0.0 <= x.min() and x.max() <= 1.0
 
 
+def test_digits_read_from_the_shipped_file_are_scikit_learns_digits():
+    from sklearn.datasets import load_digits
+    data, target = models.digits()
+    reference = load_digits()
+    assert np.array_equal(data, reference.data) and np.array_equal(target, reference.target)
+
+
 def test_iid_shards_are_disjoint_and_cover_everything():
     y = np.arange(100) % 10
     parts = [models.shard(y, 3, r, "iid") for r in range(3)]
