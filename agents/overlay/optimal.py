@@ -4,7 +4,7 @@ at its planned rate.
 
 Source: TREE-OPT as `agents/planning/packing.py` states it (multi-root
 fractional arborescence packing, reduce and broadcast concurrently, trees
-by column generation with networkx's minimum spanning arborescence as the
+by column generation with the cheapest spanning arborescence as the
 pricing step; Edmonds' branching theorem for why trees suffice), the
 overlay-over-underlay model of Marfoq et al. (NeurIPS 2020), and mTree's
 "few trees with workload proportions" (Luo et al., IEEE TNSE 2024).

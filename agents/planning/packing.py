@@ -11,7 +11,7 @@ in-tree weights of r sum to x_r, out-tree weights of r sum to x_r, the
 trees using an overlay arc fit its load, and the loads fit the links.
 
 The trees are columns generated on demand: after each solve of the master
-LP, the cheapest spanning arborescence (Edmonds, networkx) under the arc
+LP, the cheapest spanning arborescence (Chu-Liu/Edmonds) under the arc
 duals prices each root's out-trees, and on the reversed arcs its in-trees;
 none with negative reduced cost left means the packing is optimal.  A
 second solve keeps R and routes the loads over the least total delay, so
@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 import networkx as nx
 
+from agents.planning.arborescence import cheapest_arborescence
 from agents.planning.lp import INFEASIBLE, LP, add_routing, overlay_arcs
 
 TOLERANCE = 1e-9
@@ -266,15 +267,15 @@ def _least_delay_trees(wan, delay):
 def _cheapest_arborescence(nodes, root, kind, price):
     """(cost, arcs) of the cheapest tree over `nodes` sending from `root`
     (broadcast) or into it (reduce)."""
-    graph = nx.DiGraph()
-    graph.add_nodes_from(nodes)
+    # A reduce tree is a broadcast tree with its arcs turned around.
+    weight = {}
     for u in nodes:
         for v in nodes:
             arc = (u, v) if kind == "broadcast" else (v, u)
-            if u != v and v != root and arc in price:   # nothing enters a broadcast tree's root
-                graph.add_edge(u, v, weight=price[arc])
-    tree = nx.minimum_spanning_arborescence(graph, attr="weight")
-    arcs = tuple(sorted((u, v) if kind == "broadcast" else (v, u) for u, v in tree.edges))
+            if arc in price:
+                weight[(u, v)] = price[arc]
+    tree = cheapest_arborescence(nodes, root, weight)
+    arcs = tuple(sorted((u, v) if kind == "broadcast" else (v, u) for u, v in tree))
     return sum(price[arc] for arc in arcs), arcs
 
 
