@@ -6,8 +6,10 @@ each (20 agents, and the coordinator), training the MLP on digits for a
 few iterations: once with the agents forked by the launcher (one
 interpreter that imported torch once), once with each agent started as an
 interpreter of its own through Mininet's popen.  For each it prints the
-seconds from "network up" (the runner's `network_up` event in
-runner.jsonl) to the start of the first iteration: the moment the last
+seconds from the run's start (the runner's `starting` event in
+runner.jsonl, before the launcher starts and the network is built: the
+launcher's imports overlap with the build) to the start of the first
+iteration: the moment the last
 worker logs `start`, which a worker does right before it computes its
 first gradient (under SSGD no iteration ends before every worker has
 begun it).  Then the ratio of the two.  Times are CLOCK_MONOTONIC, the
@@ -54,7 +56,7 @@ experiment:
 
 
 def start_delay(folder):
-    """Seconds from network up to the last worker's `start`."""
+    """Seconds from the run's start to the last worker's `start`."""
     started = sum(1 for name in folder.agent_names() for e in read_events(folder.agent_file(name, "jsonl"))
                   if e["ev"] == "start" and e.get("role") == "worker")
     if started != len(DCS) * WORKERS_PER_DC:
@@ -82,8 +84,8 @@ def main():
                 print(f"error: the {mode} run failed: {outcome.reason}", file=sys.stderr)
                 return 1
             delays[mode] = start_delay(outcome.folder)
-            print(f"{mode:8s}: first iteration starts {delays[mode]:5.1f} s after the network "
-                  f"is up ({agents} agents + coordinator, {os.cpu_count()} cores)", flush=True)
+            print(f"{mode:8s}: first iteration starts {delays[mode]:5.1f} s after the run starts "
+                  f"({agents} agents + coordinator, {os.cpu_count()} cores)", flush=True)
         print(f"ratio popen / launcher: {delays['popen'] / delays['launcher']:.1f}")
     return 0
 

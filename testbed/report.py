@@ -19,11 +19,13 @@ def load(folder):
 
 
 def agents_ready(folder, events):
-    """Seconds from the network being up to the last worker's `start` (it
-    logs it right before its first gradient, so no iteration ends before):
-    how long the agents took to begin."""
-    up = next((e["t"] for e in read_events(folder.file("runner.jsonl")) if e["ev"] == "network_up"),
-              None)
+    """Seconds from the run's start (before the network is built, since the
+    agents' launcher starts first; from the network being up in runs
+    recorded before that) to the last worker's `start` (it logs it right
+    before its first gradient, so no iteration ends before): how long the
+    agents took to begin."""
+    runner = read_events(folder.file("runner.jsonl"))
+    up = next((e["t"] for kind in ("starting", "network_up") for e in runner if e["ev"] == kind), None)
     starts = [e["t"] for evs in events.values() for e in evs
               if e["ev"] == "start" and e.get("role") == "worker"]
     return max(starts) - up if up is not None and starts else None

@@ -202,6 +202,13 @@ def environment(net):
     return env
 
 
+def runner_event(folder, kind, **fields):
+    """One event in the run folder's runner.jsonl."""
+    events = EventLog(folder.file("runner.jsonl"), "runner")
+    events(kind, **fields)
+    events.close()
+
+
 def agent_env():
     return {**os.environ, "PYTHONUNBUFFERED": "1"}
 
@@ -427,14 +434,13 @@ def run(spec, runs_root, delay_backend="auto", show=print, say=print, on_folder=
     seen, detail = runend.ERROR, "the run did not start"
     agents, sampler, net, engine, server, launcher, page = [], None, None, None, None, None, None
     try:
+        runner_event(folder, "starting", agent_start=agent_start)
         if agent_start == "launcher":
             # First: its imports (seconds of CPU) then overlap with building the network.
             launcher = Launcher(folder.file("launcher.log"), env=agent_env())
         net = network.build(spec, delay_backend=delay_backend, link_log=folder.links,
                             run_dir=folder.path)
-        runner_events = EventLog(folder.file("runner.jsonl"), "runner")
-        runner_events("network_up", run_id=net.state.run_id, agent_start=agent_start)
-        runner_events.close()
+        runner_event(folder, "network_up", run_id=net.state.run_id, agent_start=agent_start)
         folder.write_json("env.json", environment(net))
         say(f"network up (run {net.state.run_id}); delay by {net.backend.name}: "
             f"{net.backend.description}")

@@ -117,3 +117,15 @@ def test_compute_during_synchronization_is_not_counted_twice_in_the_iteration_ti
     write_lines(folder.agent_file("tokyo-w0", "jsonl"), events)
     # 0.5 s computing, 0.45 of it while the 0.6 s synchronization ran: 0.65 s a round.
     assert report.summarize(folder)["iteration_time"] == pytest.approx(0.65)
+
+
+def test_agents_are_ready_counted_from_the_runs_start_or_else_from_the_network_being_up(tmp_path):
+    # The worker logs `start` at monotonic 0.0; the runner started 4.5 s
+    # before, and the network was up 2.5 s before.
+    folder = run_folder(str(tmp_path), "r")
+    events = report.load(folder)[0]
+    write_lines(folder.file("runner.jsonl"), [{"agent": "runner", "ev": "starting", "t": -4.5},
+                                              {"agent": "runner", "ev": "network_up", "t": -2.5}])
+    assert report.agents_ready(folder, events) == 4.5
+    write_lines(folder.file("runner.jsonl"), [{"agent": "runner", "ev": "network_up", "t": -2.5}])
+    assert report.agents_ready(folder, events) == 2.5
