@@ -103,7 +103,7 @@ def count(shapes):
 def digits():
     """scikit-learn's digits (1797 8x8 images, values 0-16) and their labels,
     read from the file scikit-learn ships: importing sklearn.datasets costs
-    about 2 s of every agent's start, for one small table."""
+    about 2 s of every run's agent start, for one small table."""
     package = importlib.util.find_spec("sklearn")     # finds it without importing it
     path = os.path.join(os.path.dirname(package.origin), "datasets", "data", "digits.csv.gz")
     with gzip.open(path, "rt") as f:

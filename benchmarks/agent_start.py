@@ -9,10 +9,9 @@ interpreter of its own through Mininet's popen.  For each it prints the
 seconds from the run's start (the runner's `starting` event in
 runner.jsonl, before the launcher starts and the network is built: the
 launcher's imports overlap with the build) to the start of the first
-iteration: the moment the last
-worker logs `start`, which a worker does right before it computes its
-first gradient (under SSGD no iteration ends before every worker has
-begun it).  Then the ratio of the two.  Times are CLOCK_MONOTONIC, the
+iteration: the moment the last worker logs `start`, which a worker does
+right before it computes its first gradient (under SSGD no iteration ends
+before every worker has begun it).  Then the ratio of the two.  Times are CLOCK_MONOTONIC, the
 same in every namespace.
 
     sudo .venv/bin/python benchmarks/agent_start.py [--iterations 5] [--runs DIR]
