@@ -40,7 +40,7 @@ def _solve(nodes, root, arcs):
     cycle = _cycle(best_in)
     if not cycle:
         return set(best_in.values())
-    merged = _Merged(len(nodes))
+    merged = _Merged()
     contracted, origin = {}, {}
     for (u, v), w in arcs.items():
         if u in cycle and v in cycle:
@@ -76,8 +76,5 @@ def _cycle(best_in):
 class _Merged:
     """A contracted cycle: a node equal to nothing else in the graph."""
 
-    def __init__(self, size):
-        self.size = size
-
     def __repr__(self):
-        return f"<cycle in a graph of {self.size}>"
+        return "<contracted cycle>"
