@@ -3,6 +3,8 @@ import shutil
 
 import pytest
 
+from testbed.emulation import measure
+
 
 def _mininet_missing():
     if os.geteuid() != 0:
@@ -34,3 +36,11 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason=f"mininet test: {reason}"))
         elif item.get_closest_marker("flaky") is None:
             item.add_marker(pytest.mark.flaky(reruns=MININET_RERUNS))
+
+
+@pytest.fixture
+def stolen():
+    """The share of the CPU time the hypervisor took since the test began,
+    as a list of one run's share for tests/stalls.py's judged()."""
+    before = measure.cpu_times()
+    return lambda: [round(measure.stolen_share(before, measure.cpu_times()), 3)]

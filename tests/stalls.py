@@ -3,8 +3,12 @@
 import itertools
 import time
 
+import pytest
+
 from testbed import cpu
 from testbed.emulation import measure
+
+SKIP_DETAIL = 300          # characters of a skipped measurement's detail in its reason
 
 
 def unstalled(measure_once, good, attempts=3, patience=45.0, stolen=cpu.STOLEN_WARN):
@@ -23,6 +27,22 @@ def unstalled(measure_once, good, attempts=3, patience=45.0, stolen=cpu.STOLEN_W
             break
         counted += shares[-1] <= stolen
     return results, shares
+
+
+def judged(ok, shares, detail, stolen=cpu.STOLEN_WARN):
+    """Pass if `ok`.  Otherwise fail with `detail`, unless every run lost
+    more than `stolen` of the CPU time to the hypervisor (`shares`, one per
+    run): then no run measured the emulation, only the host, so the test
+    is skipped with the shares and what was off as its reason, which
+    `pytest -ra` prints.  Whatever a test asserts beyond timing, it
+    asserts before this."""
+    if ok:
+        return
+    if shares and min(shares) > stolen:
+        pytest.skip(f"the hypervisor took {', '.join(f'{s:.1%}' for s in shares)} of the CPU time "
+                    f"in every run (a run counts with at most {stolen:.0%}), so this was not judged: "
+                    f"{str(detail)[:SKIP_DETAIL]}")
+    raise AssertionError(detail)
 
 
 def fresh_folders(parent):

@@ -11,6 +11,7 @@ import pytest
 
 from testbed.emulation import measure, network
 from tests.mininet.helpers import spec_of
+from tests.stalls import judged
 
 pytestmark = pytest.mark.mininet
 
@@ -59,7 +60,7 @@ def percentile(sorted_values, q):
 
 
 @pytest.mark.parametrize("backend", ["relay", "crelay"])
-def test_delay_line_jitter_under_load_is_uniform_in_the_band_and_never_reorders(backend):
+def test_delay_line_jitter_under_load_is_uniform_in_the_band_and_never_reorders(backend, stolen):
     spec = spec_of(f"""
     datacenters: [{{name: east, workers: 1}}, {{name: west, workers: 1}}]
     wan:
@@ -91,6 +92,6 @@ def test_delay_line_jitter_under_load_is_uniform_in_the_band_and_never_reorders(
     # at 18.5 and 21.5.  Both delay lines release frames on a ~1 ms clock, hence
     # the tolerance.  A per-frame draw held behind the frame ahead would put
     # the lower decile near 19.0 ms and the lower quartile near 19.9 ms.
-    assert abs(mean - DELAY) <= 0.0006, summary
-    for q, expected in ((0.1, 0.0176), (0.25, 0.0185), (0.5, 0.020), (0.75, 0.0215), (0.9, 0.0224)):
-        assert abs(percentile(delays, q) - expected) <= 0.0008, (q, summary)
+    off = [q for q, expected in ((0.1, 0.0176), (0.25, 0.0185), (0.5, 0.020), (0.75, 0.0215), (0.9, 0.0224))
+           if abs(percentile(delays, q) - expected) > 0.0008]
+    judged(abs(mean - DELAY) <= 0.0006 and not off, stolen(), (off, summary))

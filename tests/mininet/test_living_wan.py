@@ -13,6 +13,7 @@ import pytest
 
 from agents.events import read_events
 from tests.mininet.helpers import ROOT, cli_argv
+from tests.stalls import judged
 
 pytestmark = pytest.mark.mininet
 QUICKSTART = open(os.path.join(ROOT, "topologies", "quickstart.yaml")).read()
@@ -49,27 +50,31 @@ def run_with_one_change(tmp_path, path):
     return run, change
 
 
-def test_the_probe_follows_a_step_from_20_to_5_mbit(tmp_path):
+def test_the_probe_follows_a_step_from_20_to_5_mbit(tmp_path, stolen):
     period = 2.5
     # The quickstart runs its probes every 2.5 s.
     path = topo(tmp_path, "stop: {iterations: 100000, time: 34s}", "",
                 "  - {at: 16s, link: [virginia, tokyo], bw: 5mbit}\n")
     run, change = run_with_one_change(tmp_path, path)
     summary = json.load(open(os.path.join(run, "summary.json")))
+    for direction, q in summary["probe"].items():
+        assert q["overhead"] <= 0.05, (direction, q)
+    off = {}
     for src, dst in (("virginia", "tokyo"), ("tokyo", "virginia")):
         ests = [e for e in jsonl(os.path.join(run, "agents", f"{dst}-p.jsonl"))
                 if e["ev"] == "estimate" and e["src"] == src]
         before = [e["bw"] for e in ests if change["wall"] - 12 <= e["wall"] < change["wall"]]
         after = [e["bw"] for e in ests if e["wall"] >= change["wall"] + 3 * period]
-        assert len(before) >= 3 and all(abs(b / 20e6 - 1) <= 0.15 for b in before), before
-        assert len(after) >= 3 and all(abs(a / 5e6 - 1) <= 0.15 for a in after), after
+        assert len(before) >= 3 and len(after) >= 3, (before, after)
         (follow,) = summary["probe"][f"{src}->{dst}"]["follow_seconds"]
-        assert follow is not None and follow <= 3 * period
-    for direction, q in summary["probe"].items():
-        assert q["overhead"] <= 0.05, (direction, q)
+        if not (all(abs(b / 20e6 - 1) <= 0.15 for b in before)
+                and all(abs(a / 5e6 - 1) <= 0.15 for a in after)
+                and follow is not None and follow <= 3 * period):
+            off[(src, dst)] = (before, after, follow)
+    judged(not off, stolen(), off)
 
 
-def test_the_probe_follows_a_drop_on_a_link_the_training_keeps_full(tmp_path):
+def test_the_probe_follows_a_drop_on_a_link_the_training_keeps_full(tmp_path, stolen):
     # A 10 MB model pushed and pulled by tokyo's two workers keeps the
     # tokyo-virginia link full, so after the drop to 2 Mbit/s most trains
     # meet a full queue and cannot be timed: the estimate has to come from
@@ -86,7 +91,8 @@ def test_the_probe_follows_a_drop_on_a_link_the_training_keeps_full(tmp_path):
     ests = [e for e in events if e["ev"] == "estimate" and e["src"] == "tokyo"]
     after = [e["bw"] for e in ests if e["wall"] >= change["wall"] + 4 * period]
     assert lost, "no train met a full queue: the link was not kept full"
-    assert len(after) >= 3 and all(abs(a / 2e6 - 1) <= 0.15 for a in after), after
+    assert len(after) >= 3, after
+    judged(all(abs(a / 2e6 - 1) <= 0.15 for a in after), stolen(), after)
 
 
 def read_until(fd, needle, timeout):

@@ -9,7 +9,7 @@ import os
 import pytest
 
 from tests.mininet.helpers import ROOT, run_topology
-from tests.stalls import fresh_folders, unstalled
+from tests.stalls import fresh_folders, judged, unstalled
 
 pytestmark = pytest.mark.mininet
 HPSEARCH = os.path.join(ROOT, "topologies", "hpsearch.yaml")
@@ -44,4 +44,4 @@ def test_a_small_search_completes_under_each_policy(tmp_path, policy):
             assert s["pacing_flows"] == 0          # TCP shares: nobody is paced
     if paced:
         # Each push that kept one rate arrived at that rate, within 10%.
-        assert held_rates(results[-1]), ([r[1]["search"]["pacing_worst"] for r in results], stolen)
+        judged(held_rates(results[-1]), stolen, ([r[1]["search"]["pacing_worst"] for r in results], stolen))

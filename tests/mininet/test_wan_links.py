@@ -7,7 +7,7 @@ import pytest
 
 from testbed.emulation import measure, network
 from tests.mininet.helpers import spec_of, topology
-from tests.stalls import unstalled
+from tests.stalls import judged, unstalled
 
 pytestmark = pytest.mark.mininet
 
@@ -40,7 +40,8 @@ def test_iperf3_between_every_dc_pair_is_within_5_percent_of_the_configured_rate
             return goodput / (d.rate * measure.GOODPUT_SHARE)
         runs, stolen[(src, dst)] = unstalled(ratio, lambda r: abs(r - 1) <= 0.05)
         best[(src, dst)] = max(runs)
-    assert all(abs(r - 1) <= 0.05 for r in best.values()), (best, "CPU stolen per run:", stolen)
+    short = [k for k, r in best.items() if abs(r - 1) > 0.05]
+    judged(not short, [s for k in short for s in stolen[k]], (best, "CPU stolen per run:", stolen))
 
 
 def test_ping_rtt_is_twice_the_one_way_delay_within_10_percent_or_2ms(quickstart):
@@ -164,9 +165,10 @@ def test_loss_and_jitter_are_emulated_per_direction():
     summary = out[out.index("---"):]
     loss = float(summary.split("% packet loss")[0].split()[-1]) / 100
     assert 0.04 <= loss <= 0.16, summary
-    assert len(outside(rtts)) <= 0.01 * len(rtts), (outside(rtts), summary, "CPU stolen per run:", stolen)
     # The forward delay really varies.
     assert rtts[len(rtts) * 99 // 100] - rtts[len(rtts) // 100] >= 0.004, summary
+    judged(len(outside(rtts)) <= 0.01 * len(rtts), stolen,
+           (outside(rtts), summary, "CPU stolen per run:", stolen))
 
 
 def outside(rtts):
