@@ -3,8 +3,6 @@ routing block every bound shares: overlay arcs (agent to agent
 connections) carried over the WAN's links."""
 
 import numpy as np
-from scipy.optimize import linprog
-from scipy.sparse import coo_matrix
 
 INFEASIBLE = 2
 
@@ -33,6 +31,11 @@ class LP:
         return index
 
     def solve(self):
+        # scipy costs half a second to import, and every testbed command
+        # imports this module through the spec; only solving needs it.
+        from scipy.optimize import linprog
+        from scipy.sparse import coo_matrix
+
         def matrix(kind):
             rows, cols, vals, rhss = self._rows[kind]
             if not rhss:
