@@ -1,6 +1,9 @@
 """overlay-compare: per overlay and network, the median sync time per
-iteration against the WAN's lower bound (left) and the median time to the
-target accuracy (right), with min-max bars over the seeds."""
+iteration against the WAN's lower bounds (left) and the median time to the
+target accuracy (right), with min-max bars over the seeds.  The bounds,
+from the links as configured: `t_lb` (testbed/bounds: no overlay can
+synchronize faster), `t_opt` (the best tree packing, in the table) and
+the cut bound, for contrast."""
 
 import os
 
@@ -10,7 +13,8 @@ OVERLAYS = ("ps", "mlnet", "tsengine")
 NAMES = {"ps": "PS star", "mlnet": "MLNET (k=2)", "tsengine": "TSEngine"}
 NETWORKS = ("static", "fluctuating")
 COLUMNS = ("network", "overlay", "runs", "sync_median_s", "sync_min_s", "sync_max_s",
-           "bound_s", "median_over_bound", "tsengine_over_this_sync", "reached_target",
+           "bound_s", "median_over_bound", "t_lb_s", "t_opt_s", "median_over_t_lb",
+           "tsengine_over_this_sync", "reached_target",
            "tta_median_s", "tta_min_s", "tta_max_s", "tsengine_over_this_tta", "iterations_median",
            "failed")
 
@@ -29,12 +33,15 @@ def summarize(rows):
             ok = [r for r in mine if r.get("status") == "completed"]
             sync = describe([r.get("sync_time") for r in ok])
             bound = describe([r.get("sync_bound") for r in ok])["median"]
+            t_lb = describe([r.get("sync_t_lb") for r in ok])["median"]
             reached = [r.get("time_to_target") for r in ok if r.get("time_to_target") is not None]
             tta = describe(reached)
             table.append({"network": net, "overlay": ov, "runs": sync["n"],
                           "sync_median_s": sync["median"], "sync_min_s": sync["min"],
                           "sync_max_s": sync["max"], "bound_s": bound,
                           "median_over_bound": ratio(sync["median"], bound),
+                          "t_lb_s": t_lb, "t_opt_s": describe([r.get("sync_t_opt") for r in ok])["median"],
+                          "median_over_t_lb": ratio(sync["median"], t_lb),
                           "reached_target": f"{len(reached)}/{len(mine)}",
                           "tta_median_s": tta["median"], "tta_min_s": tta["min"],
                           "tta_max_s": tta["max"],
@@ -50,12 +57,13 @@ def summarize(rows):
     return table
 
 
-def bars(ax, table, key, bound_key=None):
+def bars(ax, table, key, bound_key=None, contrast_key=None):
     """Grouped bars: one group per network, one bar per overlay, min-max
-    error bars; the bound, if given, as a black dash over each bar."""
+    error bars; the bound, if given, as a black dash over each bar with
+    the bar's ratio to it, and a second bound as a dotted line."""
     width = 0.26
     for i, ov in enumerate(OVERLAYS):
-        xs, med, lo, hi, bound = [], [], [], [], []
+        xs, med, lo, hi, bound, contrast = [], [], [], [], [], []
         for j, net in enumerate(NETWORKS):
             t = next((t for t in table if t["network"] == net and t["overlay"] == ov), None)
             if t is None or t[f"{key}_median_s"] is None:
@@ -66,10 +74,13 @@ def bars(ax, table, key, bound_key=None):
             lo.append(m - t[f"{key}_min_s"])
             hi.append(t[f"{key}_max_s"] - m)
             bound.append(t.get(bound_key) if bound_key else None)
+            contrast.append(t.get(contrast_key) if contrast_key else None)
         if not xs:
             continue
         ax.bar(xs, med, width, yerr=[lo, hi], capsize=3, label=NAMES[ov], color=f"C{i}")
-        for x, m, top, b in zip(xs, med, hi, bound):
+        for x, m, top, b, c in zip(xs, med, hi, bound, contrast):
+            if c:
+                ax.hlines(c, x - width / 2, x + width / 2, colors="k", linestyles=":")
             if b:
                 ax.hlines(b, x - width / 2, x + width / 2, colors="k", linestyles="--")
                 ax.annotate(f"{m / b:.1f}x", (x, m + top), textcoords="offset points", xytext=(0, 3),
@@ -90,11 +101,11 @@ def draw(rows, out_dir, recipe):
     write_table(table, csv_path, COLUMNS)
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-    bars(left, table, "sync", bound_key="bound_s")
+    bars(left, table, "sync", bound_key="t_lb_s", contrast_key="bound_s")
     left.set(ylabel="sync time per iteration (s)", title="sync time (median, min-max)")
     handles, labels = left.get_legend_handles_labels()
-    handles.append(Line2D([], [], color="k", linestyle="--"))
-    labels.append("lower bound (WAN as configured)")
+    handles += [Line2D([], [], color="k", linestyle="--"), Line2D([], [], color="k", linestyle=":")]
+    labels += ["lower bound t_lb (WAN as configured)", "cut bound"]
     left.legend(handles, labels, fontsize=8)
     bars(right, table, "tta")
     right.set(ylabel="time to 90% test accuracy (s)", title="time to accuracy (median, min-max)")

@@ -22,3 +22,13 @@ def test_ps_scaling_quick_draws_its_figure_and_one_table_row_per_setting(ps_scal
         assert row["failed"] == "0" and float(row["sync_median_s"]) > float(row["bound_s"]) > 0
     # The in-cast: one more DC, a longer sync over the same bound.
     assert float(rows[-1]["median_over_bound"]) > float(rows[0]["median_over_bound"])
+    # t_lb adds the partition constraints to the cut's, and the best tree
+    # packing is one schedule t_lb bounds: cut <= t_lb <= t_opt <= the star.
+    # Two DCs: one partial sum each way, so t_lb is the cut bound; three:
+    # 4/3 of a model over an uplink against one.
+    for row in rows:
+        cut, t_lb, t_opt = (float(row[k]) for k in ("bound_s", "t_lb_s", "t_opt_s"))
+        assert cut <= t_lb * 1.001 and t_lb <= t_opt * 1.001 and t_opt < float(row["sync_median_s"])
+        assert float(row["median_over_t_lb"]) == pytest.approx(float(row["sync_median_s"]) / t_lb, rel=2e-3)
+    assert float(rows[0]["t_lb_s"]) == pytest.approx(float(rows[0]["bound_s"]), rel=0.01)
+    assert float(rows[1]["t_lb_s"]) > 1.1 * float(rows[1]["bound_s"])
