@@ -7,14 +7,13 @@ the cut bound, for contrast."""
 
 import os
 
-from testbed.stats import describe, ratio, write_table
+from testbed.stats import BOUND_COLUMNS, bounds_against, describe, ratio, write_table
 
 OVERLAYS = ("ps", "mlnet", "tsengine")
 NAMES = {"ps": "PS star", "mlnet": "MLNET (k=2)", "tsengine": "TSEngine"}
 NETWORKS = ("static", "fluctuating")
 COLUMNS = ("network", "overlay", "runs", "sync_median_s", "sync_min_s", "sync_max_s",
-           "bound_s", "median_over_bound", "t_lb_s", "t_opt_s", "median_over_t_lb",
-           "tsengine_over_this_sync", "reached_target",
+           *BOUND_COLUMNS, "tsengine_over_this_sync", "reached_target",
            "tta_median_s", "tta_min_s", "tta_max_s", "tsengine_over_this_tta", "iterations_median",
            "failed")
 
@@ -32,16 +31,11 @@ def summarize(rows):
                 continue
             ok = [r for r in mine if r.get("status") == "completed"]
             sync = describe([r.get("sync_time") for r in ok])
-            bound = describe([r.get("sync_bound") for r in ok])["median"]
-            t_lb = describe([r.get("sync_t_lb") for r in ok])["median"]
             reached = [r.get("time_to_target") for r in ok if r.get("time_to_target") is not None]
             tta = describe(reached)
             table.append({"network": net, "overlay": ov, "runs": sync["n"],
                           "sync_median_s": sync["median"], "sync_min_s": sync["min"],
-                          "sync_max_s": sync["max"], "bound_s": bound,
-                          "median_over_bound": ratio(sync["median"], bound),
-                          "t_lb_s": t_lb, "t_opt_s": describe([r.get("sync_t_opt") for r in ok])["median"],
-                          "median_over_t_lb": ratio(sync["median"], t_lb),
+                          "sync_max_s": sync["max"], **bounds_against(ok, sync["median"]),
                           "reached_target": f"{len(reached)}/{len(mine)}",
                           "tta_median_s": tta["median"], "tta_min_s": tta["min"],
                           "tta_max_s": tta["max"],

@@ -4,13 +4,12 @@ seeds) against the number of DCs, with the WAN's lower bounds: `t_lb`
 star's ratio to it), the cut bound for contrast, and `t_opt` (the best
 tree packing) in the table."""
 
-import csv
 import os
 
-from testbed.stats import describe, ratio
+from testbed.stats import BOUND_COLUMNS, bounds_against, describe, write_table
 
 COLUMNS = ("dcs", "runs", "sync_median_s", "sync_min_s", "sync_max_s", "sync_ci95_s",
-           "bound_s", "median_over_bound", "t_lb_s", "t_opt_s", "median_over_t_lb", "failed")
+           *BOUND_COLUMNS, "failed")
 
 
 def draw(rows, out_dir, recipe):
@@ -23,20 +22,11 @@ def draw(rows, out_dir, recipe):
         mine = [r for r in rows if r["worker_dcs"] == n]
         ok = [r for r in mine if r.get("status") == "completed"]
         sync = describe([r.get("sync_time") for r in ok])
-        bound = describe([r.get("sync_bound") for r in ok])["median"]
-        t_lb = describe([r.get("sync_t_lb") for r in ok])["median"]
         table.append({"dcs": n, "runs": sync["n"], "sync_median_s": sync["median"],
                       "sync_min_s": sync["min"], "sync_max_s": sync["max"],
-                      "sync_ci95_s": sync["ci95"], "bound_s": bound,
-                      "median_over_bound": ratio(sync["median"], bound),
-                      "t_lb_s": t_lb, "t_opt_s": describe([r.get("sync_t_opt") for r in ok])["median"],
-                      "median_over_t_lb": ratio(sync["median"], t_lb),
+                      "sync_ci95_s": sync["ci95"], **bounds_against(ok, sync["median"]),
                       "failed": len(mine) - len(ok)})
-    with open(os.path.join(out_dir, "table.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS)
-        w.writeheader()
-        for row in table:
-            w.writerow({k: (f"{v:.4g}" if isinstance(v, float) else v) for k, v in row.items()})
+    write_table(table, os.path.join(out_dir, "table.csv"), COLUMNS)
 
     done = [t for t in table if t["sync_median_s"] is not None]
     fig, ax = plt.subplots(figsize=(6, 4))

@@ -1,6 +1,6 @@
 import pytest
 
-from testbed.stats import describe, group, ratio
+from testbed.stats import BOUND_COLUMNS, bounds_against, describe, group, ratio
 
 
 def test_describe_gives_median_extremes_and_a_t_interval():
@@ -22,3 +22,14 @@ def test_group_keeps_first_seen_order():
 
 def test_ratio_of_missing_values_is_none():
     assert ratio(3.0, 1.5) == 2.0 and ratio(None, 1.0) is None and ratio(1.0, 0) is None
+
+
+def test_a_settings_bounds_are_the_medians_over_its_runs_and_the_sync_over_each():
+    # ps-scaling at 3 DCs: cut 1.733 s, t_lb 2.264 s, t_opt 2.351 s; a run
+    # whose summary has no bounds (no WAN) does not move the medians.
+    runs = [{"sync_bound": 1.733, "sync_t_lb": 2.264, "sync_t_opt": 2.351}] * 2 + [{}]
+    got = bounds_against(runs, 4.528)
+    assert tuple(got) == BOUND_COLUMNS
+    assert got == pytest.approx({"bound_s": 1.733, "median_over_bound": 4.528 / 1.733, "t_lb_s": 2.264,
+                                 "t_opt_s": 2.351, "median_over_t_lb": 2.0})
+    assert bounds_against([], None) == dict.fromkeys(BOUND_COLUMNS)
