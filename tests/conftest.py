@@ -4,6 +4,7 @@ import shutil
 import pytest
 
 from testbed.emulation import measure
+from tests.stalls import stolen_since
 
 
 def _mininet_missing():
@@ -43,4 +44,4 @@ def stolen():
     """The share of the CPU time the hypervisor took since the test began,
     as a list of one run's share for tests/stalls.py's judged()."""
     before = measure.cpu_times()
-    return lambda: [round(measure.stolen_share(before, measure.cpu_times()), 3)]
+    return lambda: [stolen_since(before)]

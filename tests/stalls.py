@@ -11,6 +11,12 @@ from testbed.emulation import measure
 SKIP_DETAIL = 300          # characters of a skipped measurement's detail in its reason
 
 
+def stolen_since(before):
+    """The share of the CPU time the hypervisor took since the reading
+    `before` (measure.cpu_times()), to a tenth of a percent."""
+    return round(measure.stolen_share(before, measure.cpu_times()), 3)
+
+
 def unstalled(measure_once, good, attempts=3, patience=45.0, stolen=cpu.STOLEN_WARN):
     """Run measure_once() until good(result), or until `attempts` runs
     have failed with no more than `stolen` of the CPU time taken by the
@@ -22,7 +28,7 @@ def unstalled(measure_once, good, attempts=3, patience=45.0, stolen=cpu.STOLEN_W
     while counted < attempts and time.monotonic() < deadline:
         before = measure.cpu_times()
         results.append(measure_once())
-        shares.append(round(measure.stolen_share(before, measure.cpu_times()), 3))
+        shares.append(stolen_since(before))
         if good(results[-1]):
             break
         counted += shares[-1] <= stolen
