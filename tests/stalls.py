@@ -36,7 +36,7 @@ def unstalled(measure_once, good, attempts=3, patience=45.0, stolen=cpu.STOLEN_W
 
 
 def judged(ok, shares, detail, stolen=cpu.STOLEN_WARN):
-    """Pass if `ok`.  Otherwise fail with `detail`, unless every run lost
+    """Pass if `ok`.  Otherwise fail with `detail` and the shares, unless every run lost
     more than `stolen` of the CPU time to the hypervisor (`shares`, one per
     run): then no run measured the emulation, only the host, so the test
     is skipped with the shares and what was off as its reason, which
@@ -44,11 +44,13 @@ def judged(ok, shares, detail, stolen=cpu.STOLEN_WARN):
     asserts before this."""
     if ok:
         return
+    took = ", ".join(f"{s:.1%}" for s in shares)
     if shares and min(shares) > stolen:
-        pytest.skip(f"the hypervisor took {', '.join(f'{s:.1%}' for s in shares)} of the CPU time "
+        pytest.skip(f"the hypervisor took {took} of the CPU time "
                     f"in every run (a run counts with at most {stolen:.0%}), so this was not judged: "
                     f"{str(detail)[:SKIP_DETAIL]}")
-    raise AssertionError(detail)
+    raise AssertionError(f"{detail} (the hypervisor took {took} of the CPU time per run)" if shares
+                         else detail)
 
 
 def fresh_folders(parent):

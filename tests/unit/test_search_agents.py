@@ -70,7 +70,7 @@ def test_every_stage_of_a_search_finishes_under_each_policy(tmp_path, policy):
     for events in runs:
         finished_whole(events)
     # Loopback is far faster than the rates given: the pacing alone holds them.
-    judged(held_rates(paced(runs[-1])), stolen, ([paced(events) for events in runs], stolen))
+    judged(held_rates(paced(runs[-1])), stolen, [paced(events) for events in runs])
 
 
 def paced(events):

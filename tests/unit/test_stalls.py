@@ -26,8 +26,10 @@ def test_a_good_measurement_passes_whatever_the_host_took():
 
 
 def test_a_bad_measurement_fails_if_any_run_kept_its_cpu():
-    assert outcome(False, [0.3, 0.05]) == ("failed", "off by 20%")
-    assert outcome(False, [0.0]) == ("failed", "off by 20%")
+    assert outcome(False, [0.3, 0.05]) == (
+        "failed", "off by 20% (the hypervisor took 30.0%, 5.0% of the CPU time per run)")
+    assert outcome(False, [0.0]) == (
+        "failed", "off by 20% (the hypervisor took 0.0% of the CPU time per run)")
     assert outcome(False, [], "no run at all") == ("failed", "no run at all")
 
 
