@@ -38,11 +38,23 @@ The plan (`plan_of`):
 - a root's in-trees and out-trees are paired in order of weight, each
   pair taking the overlap of their rates (north-west corner rule), so a
   pair is one reduce tree and one broadcast tree sharing a slice;
-- a slice's elements are its pair's share of the total rate (largest
-  remainders), one piece per slice; its aggregation tree is the in-tree
-  over the DCs' servers with every worker below its own DC's server, its
-  distribution tree the out-tree, each server also feeding its DC's
-  workers;
+- a slice's elements are sized so that every slice finishes at once, one
+  piece per slice.  A slice of n_t bytes at rate w_t does not take
+  n_t / w_t: before its first byte is summed and back at the farthest
+  leaf, one segment of S bytes is stored and forwarded on each of its h_t
+  hops at its rate, and the path's delay d_t passes, so it takes
+  f_t + n_t / w_t with f_t = h_t S / w_t + d_t.  Sized by rate alone, the
+  slowest slices would finish up to f_t after the others, their links
+  busy while the rest stand idle; sized for their fills
+  (n_t = w_t (T - f_t), a slice whose fill alone reaches T dropped), all
+  finish at T = (M + sum w_t f_t) / R, the policy's `finish`.  Where the
+  text is silent (its fluid model has no segments) we choose this model
+  of the fill; it is pessimistic, since a connection lends a filling slice
+  what its other flows leave unused, so `fill_aware` (0 to 1) scales the
+  fills the sizes count (0: by rate alone);
+- a slice's aggregation tree is the in-tree over the DCs' servers with
+  every worker below its own DC's server, its distribution tree the
+  out-tree, each server also feeding its DC's workers;
 - segments (the executor's pipelining unit) are chosen from the pipeline
   depth: each slice is cut into at least `pipeline` segments per hop of its
   deepest reduce-plus-broadcast path, so the trees' stages overlap, but
@@ -74,17 +86,18 @@ measures it on NetStorm's 9-DC WAN redrawn every 10 s.
 """
 
 from agents.overlay import netstorm as ns
-from agents.planning.packing import tree_packing
+from agents.planning.packing import arc_delays, tree_packing
 from agents.planning.wan import Wan
 
 NAME = "optimal"
 DESCRIPTION = "our planner: the best multi-root tree packing from estimates, paced per connection"
 DYNAMIC = True
 GOODPUT_SHARE = 1448 / 1514
-OPTIONS = {"keep": 2, "trade_rate": 1, "pipeline": 4, "min_segment": 4096, "pace": 1,
-           "pace_share": 1.0, "check_period": 2.0, "update_change": 0.25, "estimate_memory": 8.0,
+OPTIONS = {"keep": 2, "trade_rate": 1, "pipeline": 4, "min_segment": 4096, "fill_aware": 1.0,
+           "pace": 1, "pace_share": 1.0, "check_period": 2.0, "update_change": 0.25, "estimate_memory": 8.0,
            "replan": 1, "hold_iterations": 2.0, "volatile_memory": 60.0, "volatile_pace": 0}
 RANGES = {"keep": (1, 64), "trade_rate": (0, 1), "pipeline": (1, 1024), "min_segment": (1, 10**9),
+          "fill_aware": (0.0, 1.0),
           "pace": (0, 1), "pace_share": (0.1, 10.0), "check_period": (0.1, 3600.0),
           "update_change": (0.0, 10.0), "estimate_memory": (0.0, 3600.0), "replan": (0, 1),
           "hold_iterations": (0.0, 1000.0), "volatile_memory": (0.0, 3600.0), "volatile_pace": (0, 1)}
@@ -147,20 +160,32 @@ def compute_policy(speeds, delays, order, layout, previous=None):
     start = [(s["root"], kind, tuple(map(tuple, s[kind])))
              for s in (previous or {}).get("slices", ()) for kind in ("reduce", "broadcast")]
     trade = [k / 10 for k in range(1, 6)] if option(layout, "trade_rate") else []
-    packing = tree_packing(wan, paths=route_paths(layout, order), keep=option(layout, "keep"),
+    paths = route_paths(layout, order)
+    packing = tree_packing(wan, paths=paths, keep=option(layout, "keep"),
                            start=start, model_bytes=4 * layout.size, give_up=trade)
-    slices = []
-    for root in wan.agents:
-        mine = lambda kind: sorted(([list(map(list, t.arcs)), t.rate] for t in packing.trees  # noqa: E731
-                                    if t.root == root and t.kind == kind), key=lambda x: -x[1])
-        for up, down, rate in pair_trees(mine("reduce"), mine("broadcast")):
-            slices.append({"root": root, "reduce": up, "broadcast": down, "rate": rate})
+    slices = slices_of(packing, wan.agents, arc_delays(wan, paths))
     loads = {}
     for s in slices:
         for u, v in s["reduce"] + s["broadcast"]:
             loads[f"{u}>{v}"] = loads.get(f"{u}>{v}", 0.0) + s["rate"]
-    return {"rate": sum(s["rate"] for s in slices), "latency": packing.latency,
-            "slices": slices, "loads": loads}
+    policy = {"rate": sum(s["rate"] for s in slices), "latency": packing.latency,
+              "slices": slices, "loads": loads}
+    policy["finish"] = finish_time(policy, layout)
+    return policy
+
+
+def slices_of(packing, agents, delay):
+    """The packing's slices: per root its in- and out-trees paired
+    (`pair_trees`), each pair with its rate and the delay of its deepest
+    reduce-plus-broadcast path (`delay`: {(u, v): seconds} per connection)."""
+    slices = []
+    for root in agents:
+        mine = lambda kind: sorted(([list(map(list, t.arcs)), t.rate] for t in packing.trees  # noqa: E731
+                                    if t.root == root and t.kind == kind), key=lambda x: -x[1])
+        for up, down, rate in pair_trees(mine("reduce"), mine("broadcast")):
+            slices.append({"root": root, "reduce": up, "broadcast": down, "rate": rate,
+                           "delay": depth(up, root, "reduce", delay) + depth(down, root, "broadcast", delay)})
+    return slices
 
 
 def pair_trees(reduce, broadcast):
@@ -186,11 +211,29 @@ def pair_trees(reduce, broadcast):
     return out
 
 
-def slice_sizes(rates, size):
-    """Elements per slice proportional to its rate, summing to `size`
-    (largest remainders, ties to the earlier slice)."""
-    total = sum(rates)
-    exact = [r / total * size for r in rates]
+def finishing(rates, fills, size):
+    """(T, the slices that get elements): slices of these rates (bytes/s)
+    and fills (s) sized to finish together, slice t taking
+    fills[t] + 4 n_t / rates[t] seconds for its n_t elements; a slice whose
+    fill alone reaches T gets none (the rest, sized again without it,
+    finish sooner)."""
+    active = [k for k, r in enumerate(rates) if r > 0]
+    while True:
+        finish = (4 * size + sum(rates[k] * fills[k] for k in active)) / sum(rates[k] for k in active)
+        kept = [k for k in active if fills[k] < finish]
+        if kept == active:
+            return finish, active
+        active = kept
+
+
+def slice_sizes(rates, size, fills=None):
+    """Elements per slice, summing to `size` (largest remainders, ties to
+    the earlier slice): proportional to the rates, or with `fills`, so that
+    they finish together (`finishing`)."""
+    finish, active = finishing(rates, fills or [0.0] * len(rates), size)
+    exact = [rates[k] * (finish - fills[k] if fills else 1.0) if k in active else 0.0
+             for k in range(len(rates))]
+    exact = [x * size / sum(exact) for x in exact]
     sizes = [int(x) for x in exact]
     order = sorted(range(len(rates)), key=lambda k: (-(exact[k] - sizes[k]), k))
     for k in order[:size - sum(sizes)]:
@@ -198,25 +241,63 @@ def slice_sizes(rates, size):
     return sizes
 
 
-def hops(arcs, root, kind):
-    """The most connections between the root and a leaf of a tree."""
+def depth(arcs, root, kind, cost=None):
+    """The costliest path between the root and a leaf of a tree, a
+    connection (u, v) costing cost[(u, v)] (by default 1: hops)."""
     children = {}
     for u, v in arcs:
         parent, child = (u, v) if kind == "broadcast" else (v, u)
         children.setdefault(parent, []).append(child)
 
-    def depth(node):
-        return max((1 + depth(c) for c in children.get(node, ())), default=0)
-    return depth(root)
+    def down(node):
+        arc = (lambda c: (node, c)) if kind == "broadcast" else (lambda c: (c, node))
+        return max(((1 if cost is None else cost[tuple(arc(c))]) + down(c)
+                    for c in children.get(node, ())), default=0)
+    return down(root)
+
+
+def hops(s):
+    """Connections on a slice's deepest reduce-plus-broadcast path."""
+    return max(1, depth(s["reduce"], s["root"], "reduce") + depth(s["broadcast"], s["root"], "broadcast"))
+
+
+def fill_times(policy, segment, size):
+    """Seconds each slice of `policy` needs besides moving its bytes: one
+    segment's store-and-forward at the slice's rate on every hop of its
+    deepest path (a slice that, sized by rate, is smaller than a segment
+    is one segment of its own size), plus that path's delay."""
+    by_rate = slice_sizes([s["rate"] for s in policy["slices"]], size)
+    return [hops(s) * 4 * min(segment, n) / s["rate"] + s.get("delay", 0.0) if s["rate"] > 0 else 0.0
+            for s, n in zip(policy["slices"], by_rate)]
+
+
+def planned_fills(policy, layout):
+    """The fills the plan sizes slices by: `fill_aware` times each slice's
+    (0: by rate alone)."""
+    share = option(layout, "fill_aware")
+    return [share * f for f in fill_times(policy, segment_of(policy, layout), layout.size)]
+
+
+def sizes_of(policy, layout):
+    """Elements of each slice of `policy`, sized to finish together given
+    their planned fills."""
+    return slice_sizes([s["rate"] for s in policy["slices"]], layout.size, planned_fills(policy, layout))
+
+
+def finish_time(policy, layout):
+    """Seconds the plan expects its slices to take: M / R plus the packing's
+    latency when sized by rate alone, else their common finish with fills."""
+    if not option(layout, "fill_aware"):
+        return 4 * layout.size / policy["rate"] + policy["latency"]
+    return finishing([s["rate"] for s in policy["slices"]], planned_fills(policy, layout), layout.size)[0]
 
 
 def segment_of(policy, layout):
-    """Elements per segment: every slice in at least `pipeline` segments per
-    hop of its reduce-plus-broadcast depth, but no smaller than `min_segment`."""
+    """Elements per segment: every slice, sized by rate, in at least
+    `pipeline` segments per hop of its reduce-plus-broadcast depth, but no
+    smaller than `min_segment`."""
     sizes = slice_sizes([s["rate"] for s in policy["slices"]], layout.size)
-    finest = min((n / (option(layout, "pipeline")
-                       * max(1, hops(s["reduce"], s["root"], "reduce")
-                             + hops(s["broadcast"], s["root"], "broadcast")))
+    finest = min((n / (option(layout, "pipeline") * hops(s))
                   for s, n in zip(policy["slices"], sizes) if n > 0), default=layout.size)
     return max(int(option(layout, "min_segment")), int(finest), 1)
 
@@ -229,7 +310,7 @@ def plan_of(policy, layout):
     for w, dc in layout.workers:
         workers_in.setdefault(dc, []).append(w)
     pieces, start = [], 0
-    for s, n in zip(policy["slices"], slice_sizes([s["rate"] for s in policy["slices"]], layout.size)):
+    for s, n in zip(policy["slices"], sizes_of(policy, layout)):
         if n == 0:
             continue
         parent = {w: nodes[dc] for w, dc in layout.workers}

@@ -24,7 +24,7 @@ class Node(netstorm_node.Node):
     def _released(self, header):
         if "policy" in header:
             v = header["version"]
-            sizes = optimal.slice_sizes([s["rate"] for s in header["policy"]["slices"]], self.layout.size)
+            sizes = optimal.sizes_of(header["policy"], self.layout)
             self.weights[v] = [s["rate"] for s, n in zip(header["policy"]["slices"], sizes) if n > 0]
         if "policy" in header and self.server:
             planned = optimal.connection_rates(header["policy"], self.dc, self.layout)

@@ -164,7 +164,8 @@ class Policy(netstorm_policy.Policy):
 
     def summary(self):
         return {"roots": self.roots(), "rate": self.policy["rate"] * 8, "volatile": self.policy["volatile"],
-                "latency": self.policy["latency"], "slices": len(self.policy["slices"]),
+                "latency": self.policy["latency"], "finish": self.policy.get("finish"),
+                "slices": len(self.policy["slices"]),
                 "trees": self.trees(), "loads": {k: v * 8 for k, v in self.policy["loads"].items()}}
 
     def trees(self):

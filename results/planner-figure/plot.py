@@ -62,14 +62,16 @@ def per_iteration(run, model_bytes):
 
 def plan_times(run, spec_doc, changes, model_bytes):
     """(planned, planned on the true links) seconds of the planner's last
-    plan: its rate and latency as planned from estimates, and the same
-    connections' loads on the capacities in force when it was released."""
+    plan: its rate and what it adds to M / R (its latency, or its slices'
+    fills) as planned from estimates, and the same connections' loads on
+    the capacities in force when it was released."""
     decisions = [e for e in read_events(os.path.join(run, "agents", coordinator(run)))
                  if e["ev"] == "decision" and "loads" in e]
     if not decisions:
         return None, None
     last = decisions[-1]
-    rate, latency = last["rate"] / 8, last["latency"]
+    rate = last["rate"] / 8
+    latency = last["finish"] - model_bytes / rate if last.get("finish") else last["latency"]
     paths = router_paths(specmod.load(os.path.join(run, "topo.yaml")))
     share = {}
     for key, bits in last["loads"].items():

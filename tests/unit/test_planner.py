@@ -101,6 +101,25 @@ def test_slices_are_sized_by_rate_with_largest_remainders():
     assert optimal.slice_sizes([0.2, 0.5, 0.3], 7) == [1, 4, 2]
 
 
+def test_slices_with_fills_are_sized_to_finish_together_and_one_too_slow_to_fill_gets_none():
+    # 4 bytes/s each, 10 elements (40 bytes), fills 0 and 2 s: T = (40 + 4 x 2) / 8 = 6 s,
+    # so 4 x 6 / 4 = 6 elements and 4 x (6 - 2) / 4 = 4; each then finishes at 6 s.
+    assert optimal.slice_sizes([4, 4], 10, [0.0, 2.0]) == [6, 4]
+    # A fill of 20 s is past the T = (40 + 80) / 8 = 15 s of both: the first alone takes 10 s.
+    assert optimal.slice_sizes([4, 4], 10, [0.0, 20.0]) == [10, 0]
+    # Equal fills change nothing: by rate, as without them.
+    assert optimal.slice_sizes([3, 1], 10, [1.0, 1.0]) == [8, 2]
+
+
+def test_a_slice_s_fill_is_its_share_of_a_segment_on_every_hop_plus_its_path_s_delay():
+    slices = [{"root": "a", "rate": 1000.0, "delay": 0.05, "reduce": [["b", "a"], ["c", "b"]],
+               "broadcast": [["a", "b"], ["a", "c"]]}]
+    # Depth 2 + 1 hops, a segment of 250 elements (1000 bytes) at 1000 bytes/s: 3 s, plus 0.05.
+    assert optimal.fill_times({"slices": slices}, 250, 10_000) == [pytest.approx(3.05)]
+    # A slice of 100 elements is one segment of 400 bytes: 3 x 0.4 s, plus 0.05.
+    assert optimal.fill_times({"slices": slices}, 250, 100) == [pytest.approx(1.25)]
+
+
 def test_segments_give_every_hop_of_a_slice_several_segments_but_not_fewer_than_the_floor():
     layout = dataclasses.replace(star_layout(3, size=12000), options={"pipeline": 4, "min_segment": 10})
     policy = {"slices": [{"root": "l0", "rate": 1.0, "reduce": [["l1", "l0"], ["l2", "l0"]],
@@ -169,7 +188,7 @@ def test_the_coordinator_plans_from_probe_estimates_and_paces_only_once_every_li
 
 @pytest.mark.parametrize("topology,size", [("quickstart.yaml", 250_000), ("netstorm-9dc.yaml", 250_000)])
 def test_no_seed_plan_synchronizes_faster_than_the_best_packing(topology, size):
-    spec, layout = layout_of(topology, size, options={"trade_rate": 0})     # the most rate
+    spec, layout = layout_of(topology, size, options={"trade_rate": 0, "fill_aware": 0})  # the most rate
     wan, paths, capacity = paths_and_capacity(spec, layout)
     best = tree_packing(wan).rate
     order = ns.overlay_dcs(layout)
@@ -220,8 +239,20 @@ def test_on_random_wans_every_slice_spans_every_dc_and_no_link_is_planned_past_i
     plan = optimal.plan_of(policy, layout)        # validates: every contribution counted once
     paths = {tuple(k.split(">")): tuple(v) for k, v in routes.items()}
     loads = plan_loads(plan, dc_of(layout), paths)
-    for link, load in loads.items():
+    # Sized by rate, every link is within its estimate at the plan's rate ...
+    by_rate = dataclasses.replace(layout, options={**layout.options, "fill_aware": 0})
+    by_rate = optimal.plan_of(policy, by_rate)
+    for link, load in plan_loads(by_rate, dc_of(layout), paths).items():
         assert load * policy["rate"] <= speeds[link] * (1 + 1e-3) + 1e-6
+    # ... and sized for their fills, the slices finish together, within one element's
+    # time, and no link carries more than its estimate does in that time.
+    share = optimal.option(layout, "fill_aware")
+    fills = optimal.fill_times(policy, optimal.segment_of(policy, layout), layout.size)
+    sizes = optimal.sizes_of(policy, layout)
+    finish = [share * f + 4 * n / s["rate"] for f, n, s in zip(fills, sizes, policy["slices"]) if n]
+    assert max(finish) - min(finish) <= 4 / min(s["rate"] for s in policy["slices"])
+    for link, load in loads.items():
+        assert load * 4 * layout.size <= speeds[link] * max(finish) * (1 + 1e-3) + 1e-6
 
 
 def test_a_link_takes_its_own_pair_s_estimate_or_else_the_fastest_pair_routed_across_it():
