@@ -6,8 +6,10 @@ planner training the MLP.
 
 For the planner's runs the gap is split in two, from its last plan: the
 plan's own time on the links as they really were (its rate, evaluated on
-the true capacities, plus its pipeline latency) over t_lb is what planning
-lost (estimation error, two trees per root, the routers' single paths);
+the true capacities, plus what the plan adds to M / R: its slices' fills,
+as estimated, or its pipeline latency for a plan sized by rate) over t_lb
+is what planning lost (estimation error, two trees per root, the routers'
+single paths, the fills);
 the measured time over the plan's is what carrying it out lost (pacing,
 segment pipelining, the protocol)."""
 

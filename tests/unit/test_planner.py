@@ -251,6 +251,7 @@ def test_on_random_wans_every_slice_spans_every_dc_and_no_link_is_planned_past_i
     sizes = optimal.sizes_of(policy, layout)
     finish = [share * f + 4 * n / s["rate"] for f, n, s in zip(fills, sizes, policy["slices"]) if n]
     assert max(finish) - min(finish) <= 4 / min(s["rate"] for s in policy["slices"])
+    assert policy["finish"] == pytest.approx(max(finish), abs=4 / min(s["rate"] for s in policy["slices"]))
     for link, load in loads.items():
         assert load * 4 * layout.size <= speeds[link] * max(finish) * (1 + 1e-3) + 1e-6
 
