@@ -220,7 +220,9 @@ def finishing(rates, fills, size):
     active = [k for k, r in enumerate(rates) if r > 0]
     while True:
         finish = (4 * size + sum(rates[k] * fills[k] for k in active)) / sum(rates[k] for k in active)
-        kept = [k for k in active if fills[k] < finish]
+        # The least fill always stays: with no elements to size, T is that fill.
+        least = min(fills[k] for k in active)
+        kept = [k for k in active if fills[k] < finish or fills[k] == least]
         if kept == active:
             return finish, active
         active = kept
@@ -230,6 +232,8 @@ def slice_sizes(rates, size, fills=None):
     """Elements per slice, summing to `size` (largest remainders, ties to
     the earlier slice): proportional to the rates, or with `fills`, so that
     they finish together (`finishing`)."""
+    if size == 0:
+        return [0] * len(rates)
     finish, active = finishing(rates, fills or [0.0] * len(rates), size)
     exact = [rates[k] * (finish - fills[k] if fills else 1.0) if k in active else 0.0
              for k in range(len(rates))]

@@ -109,6 +109,10 @@ def test_slices_with_fills_are_sized_to_finish_together_and_one_too_slow_to_fill
     assert optimal.slice_sizes([4, 4], 10, [0.0, 20.0]) == [10, 0]
     # Equal fills change nothing: by rate, as without them.
     assert optimal.slice_sizes([3, 1], 10, [1.0, 1.0]) == [8, 2]
+    # A model of no elements: nothing to size, and it takes the least fill.
+    assert optimal.slice_sizes([4, 4], 0, [1.0, 2.0]) == [0, 0]
+    assert optimal.finishing([4, 4], [1.0, 2.0], 0) == (1.0, [0])
+    assert optimal.finishing([4, 4], [0.0, 0.0], 0) == (0.0, [0, 1])
 
 
 def test_a_slice_s_fill_is_its_share_of_a_segment_on_every_hop_plus_its_path_s_delay():
