@@ -237,7 +237,8 @@ def slice_sizes(rates, size, fills=None):
     finish, active = finishing(rates, fills or [0.0] * len(rates), size)
     exact = [rates[k] * (finish - fills[k] if fills else 1.0) if k in active else 0.0
              for k in range(len(rates))]
-    exact = [x * size / sum(exact) for x in exact]
+    total = sum(exact)
+    exact = [x * size / total for x in exact]
     sizes = [int(x) for x in exact]
     order = sorted(range(len(rates)), key=lambda k: (-(exact[k] - sizes[k]), k))
     for k in order[:size - sum(sizes)]:
