@@ -13,7 +13,15 @@ highest its trains read within `estimate_memory` seconds: trains that
 cross a link the plan keeps full read less than the link carries (they
 queue behind its traffic), so the most recent reading alone would make
 the plan chase its own load; a link that really slows down is followed
-once the memory has passed.  A re-plan is solved in
+once the memory has passed.  A link's RTT is the least its probes read
+within `rtt_memory` seconds: a ping that crosses a link the plan keeps
+full waits behind the link's queue (a BDP of 48 kB is 0.39 s at 1 Mbit/s),
+which is no part of the delay a plan's trees and fills pay once their
+connections run at their planned rates, and read as delay it makes deep
+trees look slow, so the plan gives up rate for shallow ones it does not
+need (the propagation delay as the least RTT seen, as TCP Vegas's BaseRTT
+and BBR's min_rtt take it; an RTT that really grows is followed once the
+memory has passed).  A re-plan is solved in
 a thread: iterations go on being released under the plan in force, and
 the new one takes over at the first release after it is ready.  On a WAN
 whose rates change within an iteration (`optimal`'s docstring,
@@ -40,7 +48,8 @@ class Policy(netstorm_policy.Policy):
         super().__init__(layout, seed, clock)
         # Every link direction, transit DCs' included: their routers forward the plan's bytes.
         self.links = [link for a, b, *_ in layout.links for link in ((a, b), (b, a))]
-        self.rtts = {}                 # (a, b) -> seconds, from the probes
+        self.rtts = {}                 # (a, b) -> seconds, the least the probes read lately
+        self.rtts_seen = {}            # (a, b) -> [(time, seconds)] within rtt_memory
         self.pairs = {}                # (a, b) -> payload bytes/s the probes see from DC a to DC b
         self.long_pairs = {}           # the same within volatile_memory
         self.size = layout.size        # the model's elements, as the workers report them
@@ -66,10 +75,12 @@ class Policy(netstorm_policy.Policy):
     def take_probes(self, probes):
         """The probes' own numbers per DC pair, {"a->b": {"active": wire
         bit/s of the packet trains, "rtt": seconds}}: rates as payload
-        bytes/s per link (`optimal.link_estimates`), RTTs as they are."""
+        bytes/s per link (`optimal.link_estimates`), RTTs as the least
+        read within `rtt_memory` seconds."""
         now = self.clock()
         memory = optimal.option(self.layout, "estimate_memory")
         long_memory = optimal.option(self.layout, "volatile_memory")
+        rtt_memory = optimal.option(self.layout, "rtt_memory")
         for key, probe in probes.items():
             a, _, b = key.partition("->")
             if probe.get("active"):
@@ -79,7 +90,10 @@ class Policy(netstorm_policy.Policy):
                 self.pairs[(a, b)] = max(v for t, v in seen if now - t <= memory)
                 self.long_pairs[(a, b)] = max(v for t, v in seen if now - t <= long_memory)
             if probe.get("rtt") and (a, b) in self.links:
-                self.rtts[(a, b)] = probe["rtt"]
+                rtts = self.rtts_seen.setdefault((a, b), [])
+                rtts.append((now, probe["rtt"]))
+                rtts[:] = [(t, v) for t, v in rtts if now - t <= rtt_memory]
+                self.rtts[(a, b)] = min(v for t, v in rtts)
         routes = self.layout.routes
         self.holding.observe(now, optimal.link_estimates(self.pairs, routes, self.links))
         self.volatile = self.holding.volatile(now, self.iteration())
