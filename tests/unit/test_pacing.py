@@ -10,6 +10,7 @@ import pytest
 from agents.pacing import TokenBucket
 from agents.transport import Endpoint, RecvTimeout
 from tests.ports import free_port
+from tests.stalls import judged, unstalled
 
 MB = 1_000_000
 
@@ -229,32 +230,46 @@ def test_a_sender_that_gets_the_cpu_late_still_keeps_its_rate(trio):
     65 / (65 + 20) = 0.76 of the rate; made up (PACE_CATCH_UP), only the
     last wake-up's delay is lost, at most about 40 ms of the 2 s the 8 MB
     take: 0.98.  A catch-up of 50 ms, shorter than the long waits, left
-    0.88-0.96 in half the runs here."""
+    0.88-0.96 in half the runs here.  Two cores shared with the host: a
+    send under the floor is tried again (`unstalled`), and not judged
+    when the hypervisor took the CPU in every try (`judged`)."""
     a, b, _ = trio
     rate, tensor = 2 * RATE, np.zeros(2_000_000, np.float32)
-    stop = threading.Event()
+    a.set_rate("b", rate)
 
-    def hog():
-        while not stop.is_set():
-            sum(range(1000))
+    def send_with_a_hog():
+        """(bytes released while paced, seconds, whether b got them) of one send."""
+        stop = threading.Event()
 
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(0.02)
-    spinner = threading.Thread(target=hog)
-    try:
-        spinner.start()
-        a.set_rate("b", rate)
-        to_b, at_b = receive_in_background(b)
-        a.send("b", {"type": "t"}, tensor)
-        a.flush(timeout=30)
-        to_b.join(timeout=30)
-    finally:
-        stop.set()
-        spinner.join()
-        sys.setswitchinterval(interval)
-    sent, seconds = a.paced("b")
-    assert at_b and sent == tensor.nbytes - CHUNK
-    assert 0.93 <= sent * 8 / seconds / rate <= 1.05, sent * 8 / seconds
+        def hog():
+            while not stop.is_set():
+                sum(range(1000))
+
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(0.02)
+        spinner = threading.Thread(target=hog)
+        before = a.paced("b")
+        try:
+            spinner.start()
+            to_b, at_b = receive_in_background(b)
+            a.send("b", {"type": "t"}, tensor)
+            a.flush(timeout=30)
+            to_b.join(timeout=30)
+        finally:
+            stop.set()
+            spinner.join()
+            sys.setswitchinterval(interval)
+        after = a.paced("b")
+        return after[0] - before[0], after[1] - before[1], bool(at_b)
+
+    def kept(run):
+        return 0.93 <= run[0] * 8 / run[1] / rate <= 1.05
+
+    runs, stolen = unstalled(send_with_a_hog, kept)
+    # The first chunk of each send goes from a bucket refilled while idle.
+    assert all(arrived and sent == tensor.nbytes - CHUNK for sent, _, arrived in runs), runs
+    judged(kept(runs[-1]), stolen,
+           [f"{sent * 8 / seconds / rate:.3f} of the rate" for sent, seconds, _ in runs])
 
 
 def two_endpoints():
