@@ -17,11 +17,11 @@ once the memory has passed.  A link's RTT is the least its probes read
 within `rtt_memory` seconds: a ping that crosses a link the plan keeps
 full waits behind the link's queue (a BDP of 48 kB is 0.39 s at 1 Mbit/s),
 which is no part of the delay a plan's trees and fills pay once their
-connections run at their planned rates, and read as delay it makes deep
-trees look slow, so the plan gives up rate for shallow ones it does not
-need (the propagation delay as the least RTT seen, as TCP Vegas's BaseRTT
-and BBR's min_rtt take it; an RTT that really grows is followed once the
-memory has passed).  A re-plan is solved in
+connections run at their planned rates; counted, it lengthens the plan's
+latency (1.15 s against 0.78 s for one re-plan replayed on a run's
+readings) and the fills its slices are sized by.  This is the propagation
+delay as the least RTT seen, as TCP Vegas's BaseRTT and BBR's min_rtt take
+it; an RTT that really grows is followed once the memory has passed.  A re-plan is solved in
 a thread: iterations go on being released under the plan in force, and
 the new one takes over at the first release after it is ready.  On a WAN
 whose rates change within an iteration (`optimal`'s docstring,
