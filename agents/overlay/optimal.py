@@ -169,11 +169,12 @@ def compute_policy(speeds, delays, order, layout, previous=None):
              for s in (previous or {}).get("slices", ()) for kind in ("reduce", "broadcast")]
     trade = [k / 10 for k in range(1, 6)] if option(layout, "trade_rate") else []
     paths = route_paths(layout, order)
+    delay = arc_delays(wan, paths)
     plans = []
     for begin in ([[], start] if start else [[]]):
         packing = tree_packing(wan, paths=paths, keep=option(layout, "keep"), start=begin,
                                model_bytes=4 * layout.size, give_up=trade)
-        plans.append(policy_of(packing, slices_of(packing, wan.agents, arc_delays(wan, paths)), layout))
+        plans.append(policy_of(packing, slices_of(packing, wan.agents, delay), layout))
     return min(plans, key=lambda p: p["finish"])
 
 

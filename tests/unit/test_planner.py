@@ -229,6 +229,8 @@ def test_a_replan_keeps_the_rate_a_fresh_start_keeps_where_the_last_plan_s_trees
     replan = optimal.compute_policy(speeds, delays, order, layout, first)
     wan = optimal.wan_of_estimates(speeds, delays, order, layout)
     assert replan["rate"] >= 0.95 * tree_packing(wan, paths=optimal.route_paths(layout, order)).rate
+    # Of the two starts, the plan kept finishes no later than the fresh one alone.
+    assert replan["finish"] <= optimal.compute_policy(speeds, delays, order, layout)["finish"]
 
 
 # ------------------------------------------------- the seeds as fixed points
