@@ -295,6 +295,7 @@ def summary_table(summary, title):
                                        f"{overhead} of the link"
                                        + (f", followed changes in {follow}" if follow else ""))
     table.add_row("delay emulated by", summary["environment"].get("delay_backend", "-"))
+    table.add_row("TCP congestion control", summary["environment"].get("tcp_congestion_control", "-"))
     table.add_row("machine CPU", cpu.describe(summary.get("cpu")))
     return table
 

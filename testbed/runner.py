@@ -192,7 +192,8 @@ def environment(net):
     import numpy
     env = {"delay_backend": net.backend.name, "delay_backend_description": net.backend.description,
            "delay_emulated": True, "kernel": platform.release(), "python": platform.python_version(),
-           "cpus": os.cpu_count(), "numpy": numpy.__version__, "run_id": net.state.run_id}
+           "cpus": os.cpu_count(), "numpy": numpy.__version__, "run_id": net.state.run_id,
+           "tcp_congestion_control": ", ".join(sorted(net.tcp_congestion_control()))}
     try:
         # Its version without importing it: that costs over a second of CPU
         # while the agents start.

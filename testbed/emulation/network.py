@@ -85,6 +85,16 @@ class EmulatedNetwork:
     def host_names(self, role=None):
         return [h.name for h in self.plan.hosts if role is None or h.role == role]
 
+    def tcp_congestion_control(self):
+        """{congestion control: [host, ...]} the hosts' TCP runs.  Nothing
+        sets it: a new namespace takes the machine's default (cubic on a
+        stock kernel, bbr on some machines), so a run records it."""
+        found = {}
+        for h in self.plan.hosts:
+            name = run_in(self.net[h.node], ["cat", "/proc/sys/net/ipv4/tcp_congestion_control"]).strip()
+            found.setdefault(name, []).append(h.name)
+        return found
+
     def egress(self, src, dst):
         """(router node, interface, WanPlan, key) for the direction src -> dst."""
         w = self.plan.link(src, dst)

@@ -60,6 +60,10 @@ def test_the_quickstart_trains_to_its_90_percent_target_and_stops_there(tmp_path
     for link in ("frankfurt->virginia", "tokyo->virginia", "virginia->tokyo"):
         assert summary["wan"][link]["bytes"] > 0
     assert summary["environment"]["delay_backend"] in ("crelay", "relay", "netem")
+    # The TCP the hosts ran: nothing sets it, so the machine's default.
+    default = open("/proc/sys/net/ipv4/tcp_congestion_control").read().strip()
+    assert summary["environment"]["tcp_congestion_control"] == default
+    assert "TCP congestion control" in r.stdout
     # The machine's load, a sample a second, summed up over the agents' time.
     cpu_samples = read_events(os.path.join(run, "cpu_samples.jsonl"))
     assert len(cpu_samples) >= summary["wall_time"] - 2

@@ -55,6 +55,21 @@ def test_hosts_in_one_dc_talk_over_the_lan_without_wan_delay(quickstart):
     assert measure.ping_rtt(quickstart, "virginia-w0", "virginia-s0") < 0.002
 
 
+def test_the_network_reports_the_tcp_congestion_control_each_host_runs(quickstart):
+    # Nothing sets it: every namespace starts with the machine's default.
+    default = open("/proc/sys/net/ipv4/tcp_congestion_control").read().strip()
+    assert quickstart.tcp_congestion_control() == {default: quickstart.host_names()}
+    # Read in each host's own namespace: one set otherwise is told apart
+    # (reno is built into every kernel).
+    other = "cubic" if default == "reno" else "reno"
+    host = quickstart.node("tokyo-w0")
+    network.run_in(host, ["sysctl", "-q", "-w", f"net.ipv4.tcp_congestion_control={other}"])
+    try:
+        assert quickstart.tcp_congestion_control()[other] == ["tokyo-w0"]
+    finally:
+        network.run_in(host, ["sysctl", "-q", "-w", f"net.ipv4.tcp_congestion_control={default}"])
+
+
 def test_traffic_between_dcs_without_a_direct_link_takes_the_routed_path():
     spec = topology("mesh-4dc")
     with network.build(spec) as net:
