@@ -36,6 +36,8 @@ from testbed.units import parse_rate
 log = logging.getLogger(__name__)
 CLASS_RE = re.compile(r"class htb 1:1 .*? rate (\S+) .*?\n\s*Sent (\d+) bytes", re.S)
 OFFLOADS = ["tx", "off", "rx", "off", "tso", "off", "gso", "off", "gro", "off"]
+# Per network namespace; a new one starts with the machine's value.
+CONGESTION_CONTROL = "/proc/sys/net/ipv4/tcp_congestion_control"
 
 
 class NetworkError(RuntimeError):
@@ -91,7 +93,7 @@ class EmulatedNetwork:
         stock kernel, bbr on some machines), so a run records it."""
         found = {}
         for h in self.plan.hosts:
-            name = run_in(self.net[h.node], ["cat", "/proc/sys/net/ipv4/tcp_congestion_control"]).strip()
+            name = run_in(self.net[h.node], ["cat", CONGESTION_CONTROL]).strip()
             found.setdefault(name, []).append(h.name)
         return found
 

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from agents.events import read_events
+from testbed.emulation import network
 from tests.mininet.helpers import ROOT, cli_argv, root_links_with
 
 pytestmark = pytest.mark.mininet
@@ -61,7 +62,7 @@ def test_the_quickstart_trains_to_its_90_percent_target_and_stops_there(tmp_path
         assert summary["wan"][link]["bytes"] > 0
     assert summary["environment"]["delay_backend"] in ("crelay", "relay", "netem")
     # The TCP the hosts ran: nothing sets it, so the machine's default.
-    default = open("/proc/sys/net/ipv4/tcp_congestion_control").read().strip()
+    default = open(network.CONGESTION_CONTROL).read().strip()
     assert summary["environment"]["tcp_congestion_control"] == default
     assert "TCP congestion control" in r.stdout
     # The machine's load, a sample a second, summed up over the agents' time.

@@ -57,7 +57,7 @@ def test_hosts_in_one_dc_talk_over_the_lan_without_wan_delay(quickstart):
 
 def test_the_network_reports_the_tcp_congestion_control_each_host_runs(quickstart):
     # Nothing sets it: every namespace starts with the machine's default.
-    default = open("/proc/sys/net/ipv4/tcp_congestion_control").read().strip()
+    default = open(network.CONGESTION_CONTROL).read().strip()
     assert quickstart.tcp_congestion_control() == {default: quickstart.host_names()}
     # Read in each host's own namespace: one set otherwise is told apart
     # (reno is built into every kernel).
