@@ -40,7 +40,7 @@ def segments(start, stop, segment):
 
 
 class _Iteration:
-    def __init__(self):
+    def __init__(self, owed):
         self.acc = {}          # (piece, seg) -> float32 array: the sum of the first sources
         self.summed = {}       # (piece, seg) -> how many sources, in order, acc holds
         self.early = {}        # (piece, seg) -> {source: values} that came before their turn
@@ -54,6 +54,7 @@ class _Iteration:
         self.stop_down = False
         self.last_started = 0.0
         self.own = False
+        self.owed = owed       # segments still to send up or to receive new values of
 
 
 class TreeNode:
@@ -89,6 +90,10 @@ class TreeNode:
         self.dist_from = {i: p.dist_parent(name) for i, p in enumerate(plan.pieces)}
         self.needs_values = {i: self.contributor or p.in_distribution(name)
                              for i, p in enumerate(plan.pieces)}
+        # What a whole iteration asks of this node, counted down as it is done: `done` is
+        # asked after every message, and a scan of every segment there made an iteration
+        # cost the square of its segments.
+        self.owed = sum((i in self.expected) + self.needs_values[i] for i, _, _, _ in self.segs)
         for i, p in enumerate(plan.pieces):
             if p.root == name and fold is None:
                 raise ValueError(f"{name} is the root of piece {i} but has no sync rule")
@@ -98,7 +103,7 @@ class TreeNode:
 
     def _it(self, it):
         if it not in self.iterations:
-            self.iterations[it] = _Iteration()
+            self.iterations[it] = _Iteration(self.owed)
         return self.iterations[it]
 
     def roots(self):
@@ -120,14 +125,7 @@ class TreeNode:
     def done(self, it):
         """True once this node has played its whole part in iteration `it`."""
         state = self.iterations.get(it)
-        if state is None:
-            return False
-        for i, j, _, _ in self.segs:
-            if i in self.expected and (i, j) not in state.sent_up:
-                return False
-            if self.needs_values[i] and (i, j) not in state.down:
-                return False
-        return True
+        return state is not None and state.owed == 0
 
     def result(self, it):
         """(new model vector or None, stop, the latest contributor's start)
@@ -202,6 +200,7 @@ class TreeNode:
         stop = state.stop.pop(key)
         started = state.started.pop(key)
         state.sent_up.add(key)
+        state.owed -= 1
         piece = self.plan.pieces[i]
         if piece.root != self.name:
             return [(piece.parent[self.name],
@@ -237,6 +236,7 @@ class TreeNode:
             raise AggregationError(f"{self.name}: new values of piece {i} segment {j} of "
                                    f"iteration {it} arrived twice")
         state.down.add(key)
+        state.owed -= self.needs_values[i]
         state.stop_down = state.stop_down or bool(stop)
         state.last_started = max(state.last_started, started)
         if state.values is not None:

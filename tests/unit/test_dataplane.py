@@ -96,6 +96,42 @@ def test_a_relay_forwards_a_segment_before_the_next_one_arrives():
     assert not r.done(0)
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.integers(1, 6), st.integers(0, 3), st.integers(1, 30),
+       st.integers(1, 4), st.integers(1, 7))
+def test_a_node_is_done_exactly_when_the_last_message_for_it_has_arrived(
+        seed, n, relays, size, pieces, segment):
+    # Every message a node gets is part of its iteration (a child's sum it
+    # must send up, new values it must hold or pass on), so it is done on
+    # the last one it will get, and not a message before.
+    rng = random.Random(seed)
+    plan = random_plan(rng, [f"w{i}" for i in range(n)], [f"r{i}" for i in range(relays)],
+                       size, pieces)
+    given_ = contributions(plan, np.random.default_rng(seed))
+
+    def play(check):
+        nodes = nodes_of(plan, segment, Recorder())
+        got = dict.fromkeys(nodes, 0)
+        flight = []
+        for name in sorted(nodes):
+            flight += [(name, m) for m in nodes[name].start(0, given_.get(name))]
+        check(nodes, got)
+        while flight:
+            src, (dst, header, payload) = flight.pop(rng.randrange(len(flight)))
+            got[dst] += 1
+            flight += [(dst, m) for m in nodes[dst].on_message(src, header, payload)]
+            check(nodes, got)
+        return got
+
+    total = play(lambda nodes, got: None)
+
+    def same_as_total(nodes, got):
+        for name, node in nodes.items():
+            assert node.done(0) == (got[name] == total[name]), name
+
+    play(same_as_total)
+
+
 def test_a_contribution_counted_twice_is_refused():
     plan = Plan(2, ("w0", "w1"), (Piece(0, 2, "s", {"w0": "s", "w1": "s"},
                                         {"s": ["w0", "w1"]}),))
