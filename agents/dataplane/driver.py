@@ -7,6 +7,15 @@ only place where it meets sockets.  Each piece received from a peer is
 timed from its first to its last segment and logged as an `xfer` event
 (the passive goodput measurement the probes and the coordinator use): the
 clock starts when the first segment is complete, so its bytes do not count.
+
+A node that `traces_pieces()` also logs, at the end of each iteration,
+one `pieces` event: when it began the iteration, and for every piece and
+every peer that sent this node any of it (partial sums up, new values
+down), when its first and its last segment arrived (monotonic seconds:
+one clock for every namespace) and how many there were, with what the
+node's `trace_fields(it)` adds (the plan's version).  Laid side by side,
+the nodes' rows show where a piece waited on its way up and down the
+trees.
 """
 
 import time
@@ -42,6 +51,8 @@ class DataPlane:
         self.take_rates = getattr(node, "take_rates", None)
         self.route = getattr(node, "route", None)
         self.flow_of = getattr(node, "flow_of", None)
+        traces = getattr(node, "traces_pieces", None)
+        self.traced = {} if traces is not None and traces() else None   # it -> {(piece, kind, sender): row}
 
     def send(self, messages):
         if self.take_rates is not None:         # rates first, then what they pace
@@ -67,6 +78,11 @@ class DataPlane:
             if m.header.get("type") == "dist" and m.header.get("it") == it and first_down is None:
                 first_down = m.last
             self._take(m)
+        if self.traced is not None:
+            rows = self.traced.pop(it, {})
+            self.log("pieces", it=it, began=started, ended=time.monotonic(), **self.node.trace_fields(it),
+                     rows=[[piece, kind, sender, *row]
+                           for (piece, kind, sender), row in sorted(rows.items())])
         values, stop, last_started = self.node.result(it)
         return values, stop, last_started, first_down
 
@@ -92,7 +108,19 @@ class DataPlane:
             handler(m)
             return
         self._account(m)
+        if self.traced is not None and "piece" in m.header:
+            self._trace(m)
         self.send(self.node.on_message(m.sender, m.header, m.payload))
+
+    def _trace(self, m):
+        h = m.header
+        rows = self.traced.setdefault(h["it"], {})
+        row = rows.get((h["piece"], h["type"], m.sender))
+        if row is None:
+            rows[(h["piece"], h["type"], m.sender)] = [m.last, m.last, 1]
+        else:
+            row[1] = m.last
+            row[2] += 1
 
     def close(self, drain=True):
         self.ep.close(drain)

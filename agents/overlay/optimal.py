@@ -84,6 +84,10 @@ paced (`volatile_pace: 0`), so TCP takes what each link has while the plan
 runs.  Where the text is silent (the planner's own rule) we choose this;
 `hold_iterations: 0` turns it off.  `results/planner-figure/README.md`
 measures it on NetStorm's 9-DC WAN redrawn every 10 s.
+
+`trace_pieces: 1` has every node log when each piece's segments arrived
+from each peer, per iteration (`agents/dataplane/driver.py`): where a
+slice waited on its way through the trees.
 """
 
 from agents.overlay import netstorm as ns
@@ -97,13 +101,15 @@ GOODPUT_SHARE = 1448 / 1514
 OPTIONS = {"keep": 2, "trade_rate": 1, "pipeline": 4, "min_segment": 4096, "fill_aware": 1.0,
            "pace": 1, "pace_share": 1.0, "check_period": 2.0, "update_change": 0.25, "estimate_memory": 8.0,
            "rtt_memory": 60.0,
-           "replan": 1, "hold_iterations": 2.0, "volatile_memory": 60.0, "volatile_pace": 0}
+           "replan": 1, "hold_iterations": 2.0, "volatile_memory": 60.0, "volatile_pace": 0,
+           "trace_pieces": 0}
 RANGES = {"keep": (1, 64), "trade_rate": (0, 1), "pipeline": (1, 1024), "min_segment": (1, 10**9),
           "fill_aware": (0.0, 1.0),
           "pace": (0, 1), "pace_share": (0.1, 10.0), "check_period": (0.1, 3600.0),
           "update_change": (0.0, 10.0), "estimate_memory": (0.0, 3600.0),
           "rtt_memory": (0.0, 3600.0), "replan": (0, 1),
-          "hold_iterations": (0.0, 1000.0), "volatile_memory": (0.0, 3600.0), "volatile_pace": (0, 1)}
+          "hold_iterations": (0.0, 1000.0), "volatile_memory": (0.0, 3600.0), "volatile_pace": (0, 1),
+          "trace_pieces": (0, 1)}
 
 servers_by_dc = ns.servers_by_dc
 overlay_dcs = ns.overlay_dcs

@@ -47,6 +47,13 @@ class Node(netstorm_node.Node):
         v = self.version_of[header["it"]]
         return (v, header["piece"], kind), self.weights[v][header["piece"]]
 
+    def traces_pieces(self):
+        return bool(self.opt["trace_pieces"])
+
+    def trace_fields(self, it):
+        """What a trace of iteration `it` needs to name its pieces: the plan's version."""
+        return {"version": self.version_of[it]}
+
     def take_rates(self):
         """{peer: bit/s (0: unpaced)} set since the last call, for the transport."""
         rates, self.rates = self.rates, None

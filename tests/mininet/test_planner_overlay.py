@@ -1,8 +1,11 @@
 """The planner (`overlay: optimal`) on the real emulated WAN: it plans from
 the probes' estimates, paces every connection at its planned load once
-every link is estimated, and trains like the star (exact sums)."""
+every link is estimated, trains like the star (exact sums), and traces
+when each piece reached each node."""
 
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -15,6 +18,7 @@ from tests.mininet.helpers import ROOT, run_topology
 
 pytestmark = pytest.mark.mininet
 QUICKSTART = os.path.join(ROOT, "topologies", "quickstart.yaml")
+TRACE = os.path.join(ROOT, "results", "planner-figure", "trace.py")
 
 
 def events(run, agent):
@@ -22,10 +26,11 @@ def events(run, agent):
 
 
 def test_the_planner_plans_from_estimates_paces_its_connections_and_trains_like_the_star(tmp_path):
+    # Traced as well (`trace_pieces`): the trace's checks are at the end.
     text = open(QUICKSTART).read()
     # Most rate, not traded for depth: the rate planned is then the estimates' to answer for.
-    text = text.replace("overlay: ps",
-                        "overlay: optimal\n  overlay_options: {min_segment: 500, trade_rate: 0}")
+    text = text.replace("overlay: ps", "overlay: optimal\n  overlay_options: "
+                        "{min_segment: 500, trade_rate: 0, trace_pieces: 1}")
     text = text.replace("stop: {accuracy: 0.9, iterations: 400, time: 3min}",
                         "stop: {iterations: 100, time: 2min}")
     for dc in ("frankfurt", "tokyo"):
@@ -60,3 +65,52 @@ def test_the_planner_plans_from_estimates_paces_its_connections_and_trains_like_
     digests = {e["model"] for dc in order for w in (0, 1)
                for e in events(run, f"{dc}-w{w}") if e["ev"] == "done"}
     assert len(digests) == 1
+    check_the_trace(run, releases, order)
+
+
+def check_the_trace(run, releases, order):
+    """Every agent logged each iteration's pieces under the version in force
+    (the coordinator logs a release where the version changes); a worker
+    got every piece of that version's plan from its own DC's server,
+    between its start and its end; a server got a partial sum of every
+    piece from each of its DC's workers."""
+    slices_of = {r["version"]: r["slices"] for r in releases}
+
+    def version_of(it):
+        return [r["version"] for r in releases if r["it"] <= it][-1]
+
+    for dc in order:
+        server, workers = f"{dc}-s0", [f"{dc}-w{w}" for w in (0, 1)]
+        for agent in [server] + workers:
+            traced = [e for e in events(run, agent) if e["ev"] == "pieces"]
+            assert [e["it"] for e in traced] == list(range(100)), agent
+            for e in traced:
+                assert e["version"] == version_of(e["it"]), (agent, e["it"])
+                assert e["rows"], (agent, e["it"])
+                by_kind = {}
+                for piece, kind, sender, first, last, count in e["rows"]:
+                    assert first <= last and count >= 1, (agent, e["it"], piece)
+                    by_kind.setdefault((kind, sender), set()).add(piece)
+                pieces = set(range(max(p for p, *_ in e["rows"]) + 1))
+                assert 1 <= len(pieces) <= slices_of[e["version"]]
+                if agent in workers:
+                    assert by_kind == {("dist", server): pieces}, (agent, e["it"])
+                    assert all(e["began"] <= first and last <= e["ended"]
+                               for _, _, _, first, last, _ in e["rows"]), (agent, e["it"])
+                else:
+                    assert all(by_kind[("agg", w)] == pieces for w in workers), (agent, e["it"])
+    check_the_trace_report(run)
+
+
+def check_the_trace_report(run):
+    """`trace.py` follows the last slice of an iteration from a worker's
+    partial sum up to its root and down to the worker that got it last."""
+    out = subprocess.run([sys.executable, TRACE, run, "--iterations", "99"], capture_output=True,
+                         text=True, cwd=ROOT, check=True).stdout.splitlines()
+    assert out[0].startswith("iteration 99 "), out
+    hops = [line.split() for line in out[2:]]
+    kinds = [h[0] for h in hops]
+    assert kinds == sorted(kinds) and kinds[0] == "agg" and kinds[-1] == "dist", out
+    assert hops[0][1].split("-")[1].startswith("w") and hops[-1][3] == out[1].split()[-1][:-1], out
+    for (_, _, _, receiver, *_), (_, sender, *_) in zip(hops, hops[1:]):
+        assert receiver == sender, out                 # each hop starts where the last one ended

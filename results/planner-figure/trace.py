@@ -1,0 +1,109 @@
+"""Where each slice of a planner run waited: reads the `pieces` events of a
+run made with `overlay_options: {trace_pieces: 1}` and prints, per
+iteration, how long the synchronization took and which slice finished
+last; for that slice, every hop of its path to the worker that got its
+last values, with when the hop's first and last segments arrived.
+
+A slice's path is found backwards from that worker: its values came down
+from its DC's server, which got them from its parent in the broadcast
+tree, up to the root; the root summed the partial sums of its children,
+the last of which is followed down the reduce tree to a worker.  Times
+are seconds from the iteration's start (the first worker's `began`).
+A hop whose first segment arrives late waited upstream; one whose first
+and last segments lie far apart was slow itself.
+
+    .venv/bin/python results/planner-figure/trace.py RUN [--iterations 2,5]
+"""
+
+import argparse
+import glob
+import os
+
+from agents.events import read_events
+
+
+def traces(run):
+    """{agent: {iteration: pieces event}}."""
+    out = {}
+    for path in glob.glob(os.path.join(run, "agents", "*.jsonl")):
+        agent = os.path.basename(path)[:-len(".jsonl")]
+        events = {e["it"]: e for e in read_events(path) if e["ev"] == "pieces"}
+        if events:
+            out[agent] = events
+    return out
+
+
+def rows_of(event):
+    """{(piece, kind, sender): (first, last, count)}."""
+    return {(p, k, s): (first, last, n) for p, k, s, first, last, n in event["rows"]}
+
+
+def critical_path(it, piece, worker, by_agent):
+    """[(receiver, kind, sender, first, last, count)] from the root's last
+    partial sum down to `worker`'s new values, root side first."""
+    down, node = [], worker
+    while True:
+        hops = [(k, s, *v) for (p, k, s), v in rows_of(by_agent[node][it]).items()
+                if p == piece and k == "dist"]
+        if not hops:
+            break
+        (kind, sender, first, last, n), = hops
+        down.append((node, kind, sender, first, last, n))
+        node = sender
+    up = []
+    while True:
+        hops = [(k, s, *v) for (p, k, s), v in rows_of(by_agent[node][it]).items()
+                if p == piece and k == "agg"]
+        if not hops:
+            break
+        kind, sender, first, last, n = max(hops, key=lambda h: h[3])
+        up.append((node, kind, sender, first, last, n))
+        node = sender
+    return list(reversed(up)) + list(reversed(down))
+
+
+def report(run, iterations=None):
+    by_agent = traces(run)
+    workers = sorted(a for a in by_agent if "-w" in a)
+    if not workers:
+        raise SystemExit(f"{run} has no `pieces` events: run it with trace_pieces: 1")
+    its = sorted(set.intersection(*(set(by_agent[w]) for w in workers)))
+    for it in iterations or its:
+        if it not in its:
+            raise SystemExit(f"iteration {it} is not traced in every worker of {run}")
+        start = min(by_agent[w][it]["began"] for w in workers)
+        end = max(by_agent[w][it]["ended"] for w in workers)
+        finish = {}                       # piece -> (time its last values reached a worker, worker)
+        for w in workers:
+            for (piece, kind, _), (_, last, _) in rows_of(by_agent[w][it]).items():
+                if kind == "dist" and last > finish.get(piece, (0.0, None))[0]:
+                    finish[piece] = (last, w)
+        order = sorted(finish, key=lambda p: finish[p][0])
+        print(f"iteration {it} (version {by_agent[workers[0]][it].get('version')}): "
+              f"{end - start:.2f} s; slices done at "
+              + ", ".join(f"{p}: {finish[p][0] - start:.1f}" for p in order))
+        slowest = order[-1]
+        print(f"  slice {slowest}, the last, to {finish[slowest][1]}:")
+        for node, kind, sender, first, last, n in critical_path(it, slowest, finish[slowest][1], by_agent):
+            print(f"    {kind:4} {sender:>8} -> {node:<8} first {first - start:6.2f}  "
+                  f"last {last - start:6.2f}  ({n} segments)")
+
+
+def iteration_list(text):
+    try:
+        return [int(x) for x in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of iterations")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("run")
+    ap.add_argument("--iterations", type=iteration_list,
+                    help="comma-separated iteration numbers (default: all)")
+    args = ap.parse_args()
+    report(args.run, args.iterations)
+
+
+if __name__ == "__main__":
+    main()
