@@ -312,6 +312,15 @@ def sizes_of(policy, layout):
     return slice_sizes([s["rate"] for s in policy["slices"]], layout.size, planned_fills(policy, layout))
 
 
+def pieces_planned(policy, layout):
+    """What the plan expects of each piece of `plan_of` (the slices that get
+    elements), in piece order: its root, rate (bit/s), elements and fill
+    (s); it should take fill + 32 elements / rate seconds."""
+    return [{"root": s["root"], "rate": s["rate"] * 8, "elements": n, "fill": f}
+            for s, n, f in zip(policy["slices"], sizes_of(policy, layout), planned_fills(policy, layout))
+            if n > 0]
+
+
 def finish_time(policy, layout):
     """Seconds the plan expects its slices to take: M / R plus the packing's
     latency when sized by rate alone, else their common finish with fills."""

@@ -115,8 +115,12 @@ class Policy(netstorm_policy.Policy):
     def _plan(self, speeds):
         self._adopt(self._solve(speeds), speeds)
 
+    def sized_layout(self):
+        """The layout with the model's size as the workers report it."""
+        return dataclasses.replace(self.layout, size=self.size)
+
     def _solve(self, speeds):
-        layout = dataclasses.replace(self.layout, size=self.size)
+        layout = self.sized_layout()
         policy = optimal.compute_policy(speeds, self.delays(), self.order, layout, self.policy)
         # Pacing at a guess would hold a link to it: pace only a plan of estimates,
         # and on a volatile WAN only if asked (the rates it was made on will not hold).
@@ -180,6 +184,7 @@ class Policy(netstorm_policy.Policy):
         return {"roots": self.roots(), "rate": self.policy["rate"] * 8, "volatile": self.policy["volatile"],
                 "latency": self.policy["latency"], "finish": self.policy.get("finish"),
                 "slices": len(self.policy["slices"]),
+                "pieces": optimal.pieces_planned(self.policy, self.sized_layout()),
                 "trees": self.trees(), "loads": {k: v * 8 for k, v in self.policy["loads"].items()}}
 
     def trees(self):

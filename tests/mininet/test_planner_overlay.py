@@ -104,13 +104,16 @@ def check_the_trace(run, releases, order):
 
 def check_the_trace_report(run):
     """`trace.py` follows the last slice of an iteration from a worker's
-    partial sum up to its root and down to the worker that got it last."""
+    partial sum up to its root and down to the worker that got it last,
+    next to what the plan expected of it."""
     out = subprocess.run([sys.executable, TRACE, run, "--iterations", "99"], capture_output=True,
                          text=True, cwd=ROOT, check=True).stdout.splitlines()
-    assert out[0].startswith("iteration 99 "), out
+    assert out[0].startswith("iteration 99 ") and ", planned " in out[0], out
+    assert " due at " in out[1], out                   # what the release planned for the slice
     hops = [line.split() for line in out[2:]]
     kinds = [h[0] for h in hops]
     assert kinds == sorted(kinds) and kinds[0] == "agg" and kinds[-1] == "dist", out
-    assert hops[0][1].split("-")[1].startswith("w") and hops[-1][3] == out[1].split()[-1][:-1], out
+    last_worker = out[1].split(" to ")[1].split()[0].rstrip(":")
+    assert hops[0][1].split("-")[1].startswith("w") and hops[-1][3] == last_worker, out
     for (_, _, _, receiver, *_), (_, sender, *_) in zip(hops, hops[1:]):
         assert receiver == sender, out                 # each hop starts where the last one ended

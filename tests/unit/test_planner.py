@@ -303,6 +303,12 @@ def test_on_random_wans_every_slice_spans_every_dc_and_no_link_is_planned_past_i
     assert policy["finish"] == pytest.approx(max(finish), abs=4 / min(s["rate"] for s in policy["slices"]))
     for link, load in loads.items():
         assert load * 4 * layout.size <= speeds[link] * max(finish) * (1 + 1e-3) + 1e-6
+    # What a run's release says of each piece is the plan's piece, due at the plan's finish.
+    planned = optimal.pieces_planned(policy, layout)
+    assert [(f"{p['root']}-s0", p["elements"]) for p in planned] == [(pc.root, pc.size) for pc in plan.pieces]
+    for p in planned:
+        assert p["fill"] + 32 * p["elements"] / p["rate"] == pytest.approx(
+            policy["finish"], abs=4 / min(s["rate"] for s in policy["slices"]))
 
 
 def test_a_link_takes_its_own_pair_s_estimate_or_else_the_fastest_pair_routed_across_it():
