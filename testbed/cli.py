@@ -296,6 +296,7 @@ def summary_table(summary, title):
                                        + (f", followed changes in {follow}" if follow else ""))
     table.add_row("delay emulated by", summary["environment"].get("delay_backend", "-"))
     table.add_row("TCP congestion control", summary["environment"].get("tcp_congestion_control", "-"))
+    table.add_row("TCP slow start after idle", summary["environment"].get("tcp_slow_start_after_idle", "-"))
     table.add_row("machine CPU", cpu.describe(summary.get("cpu")))
     return table
 

@@ -193,7 +193,7 @@ def environment(net):
     env = {"delay_backend": net.backend.name, "delay_backend_description": net.backend.description,
            "delay_emulated": True, "kernel": platform.release(), "python": platform.python_version(),
            "cpus": os.cpu_count(), "numpy": numpy.__version__, "run_id": net.state.run_id,
-           "tcp_congestion_control": ", ".join(sorted(net.tcp_congestion_control()))}
+           **{name: ", ".join(sorted(values)) for name, values in net.tcp_state().items()}}
     try:
         # Its version without importing it: that costs over a second of CPU
         # while the agents start.

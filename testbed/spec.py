@@ -137,11 +137,19 @@ class Lan:
 
 
 @dataclass(frozen=True)
+class Tcp:
+    """The emulated hosts' TCP settings; None leaves a setting as the
+    kernel has it in a new namespace."""
+    slow_start_after_idle: object = None     # True or False: net.ipv4.tcp_slow_start_after_idle
+
+
+@dataclass(frozen=True)
 class Spec:
     name: str
     datacenters: tuple
     wan: tuple
     lan: Lan = Lan()
+    tcp: Tcp = Tcp()
     experiment: object = None    # testbed.experiment.Experiment, when the file has one
     search: object = None        # testbed.search_spec.SearchSpec, when the file has one instead
     dynamics: tuple = ()         # testbed.dynamics.Schedule
@@ -308,7 +316,7 @@ def _int(value, path, low, high):
 
 
 def _build(doc, source, default_name):
-    top = {"name", "datacenters", "wan", "lan", "preset_bw_scale", "experiment", "search",
+    top = {"name", "datacenters", "wan", "lan", "tcp", "preset_bw_scale", "experiment", "search",
            "dynamics", "description"}
     _check_keys(doc, top, "")
     name = doc.get("name", default_name if NAME_RE.fullmatch(default_name or "") else "topo")
@@ -320,6 +328,8 @@ def _build(doc, source, default_name):
         raise SpecError("wan", "missing: list the WAN links between data centers")
     with SpecError.at("lan", "a mapping of bw, delay"):
         lan = _lan(doc.get("lan", {}))
+    with SpecError.at("tcp", "a mapping of slow_start_after_idle"):
+        tcp = _tcp(doc.get("tcp", {}))
     scale = doc.get("preset_bw_scale", DEFAULT_PRESET_BW_SCALE)
     if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale <= 1:
         raise SpecError("preset_bw_scale", f"{scale!r} must be a number in (0, 1]")
@@ -355,7 +365,7 @@ def _build(doc, source, default_name):
                 raise SpecError(_path("dynamics", i), f"makes {n} changes in the run's "
                                 f"{experiment.max_time:g}s; at most {dynamics_section.MAX_ACTIONS}: "
                                 "space them further apart")
-    return Spec(name=name, datacenters=tuple(dcs), wan=tuple(wan), lan=lan,
+    return Spec(name=name, datacenters=tuple(dcs), wan=tuple(wan), lan=lan, tcp=tcp,
                 experiment=experiment, search=search,
                 dynamics=dynamics, source=source)
 
@@ -424,6 +434,15 @@ def _lan(value):
     rate = _positive_rate(value.get("bw", "1gbit"), "lan.bw")
     delay = _time(value.get("delay", 0), "lan.delay", upper=1.0)
     return Lan(rate=rate, delay=delay)
+
+
+def _tcp(value):
+    _mapping(value, "tcp", "slow_start_after_idle")
+    _check_keys(value, {"slow_start_after_idle"}, "tcp")
+    restart = value.get("slow_start_after_idle")
+    if restart is not None and not isinstance(restart, bool):
+        raise SpecError("tcp.slow_start_after_idle", f"{restart!r} is not true or false")
+    return Tcp(slow_start_after_idle=restart)
 
 
 LINK_KEYS = {"bw", "delay", "jitter", "loss", "queue"}

@@ -38,6 +38,11 @@ CLASS_RE = re.compile(r"class htb 1:1 .*? rate (\S+) .*?\n\s*Sent (\d+) bytes", 
 OFFLOADS = ["tx", "off", "rx", "off", "tso", "off", "gso", "off", "gro", "off"]
 # Per network namespace; a new one starts with the machine's value.
 CONGESTION_CONTROL = "/proc/sys/net/ipv4/tcp_congestion_control"
+# Whether a connection idle for a retransmission timeout starts again from
+# its initial window (RFC 5681, 4.1; the kernel's default is 1).
+SLOW_START_AFTER_IDLE = "net.ipv4.tcp_slow_start_after_idle"
+TCP_FILES = {"tcp_congestion_control": CONGESTION_CONTROL,
+             "tcp_slow_start_after_idle": "/proc/sys/" + SLOW_START_AFTER_IDLE.replace(".", "/")}
 
 
 class NetworkError(RuntimeError):
@@ -87,15 +92,22 @@ class EmulatedNetwork:
     def host_names(self, role=None):
         return [h.name for h in self.plan.hosts if role is None or h.role == role]
 
-    def tcp_congestion_control(self):
-        """{congestion control: [host, ...]} the hosts' TCP runs.  Nothing
-        sets it: a new namespace takes the machine's default (cubic on a
-        stock kernel, bbr on some machines), so a run records it."""
-        found = {}
+    def tcp_state(self):
+        """{setting: {value: [host, ...]}} of the TCP the hosts run, read in
+        each host's namespace.  The congestion control is never set: a new
+        namespace takes the machine's default (cubic on a stock kernel, bbr
+        on some machines), so a run records it; slow start after idle is
+        the kernel's default unless the topology sets it (`tcp:`)."""
+        found = {name: {} for name in TCP_FILES}
         for h in self.plan.hosts:
-            name = run_in(self.net[h.node], ["cat", CONGESTION_CONTROL]).strip()
-            found.setdefault(name, []).append(h.name)
+            values = run_in(self.net[h.node], ["cat", *TCP_FILES.values()]).split()
+            for name, value in zip(TCP_FILES, values):
+                found[name].setdefault(value, []).append(h.name)
         return found
+
+    def tcp_congestion_control(self):
+        """{congestion control: [host, ...]} the hosts' TCP runs."""
+        return self.tcp_state()["tcp_congestion_control"]
 
     def egress(self, src, dst):
         """(router node, interface, WanPlan, key) for the direction src -> dst."""
@@ -293,6 +305,14 @@ def interface_names(plan):
     return names
 
 
+def tcp_settings(spec):
+    """sysctl assignments for the hosts' TCP settings the topology sets
+    (`tcp:`), each in the host's own namespace: the machine's are left as
+    found."""
+    restart = spec.tcp.slow_start_after_idle
+    return [] if restart is None else [f"{SLOW_START_AFTER_IDLE}={int(restart)}"]
+
+
 def _configure(emulated):
     net, plan, spec, backend = emulated.net, emulated.plan, emulated.spec, emulated.backend
     if capability.bridge_nf_settings():
@@ -302,9 +322,10 @@ def _configure(emulated):
         for switch in net.switches:
             run_in(switch, ["sysctl", "-q", "-w"] +
                    [f"net.bridge.bridge-nf-call-{t}=0" for t in capability.BRIDGE_NF])
+    tcp = tcp_settings(spec)
     for host in net.hosts + net.switches:
         run_in(host, ["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1",
-                      "net.ipv6.conf.default.disable_ipv6=1"])
+                      "net.ipv6.conf.default.disable_ipv6=1"] + (tcp if host in net.hosts else []))
         for intf in host.intfList():
             if intf.name != "lo":
                 # Frames must stay MTU-sized and carry real checksums: the

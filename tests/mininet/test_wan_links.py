@@ -1,11 +1,13 @@
 """The emulated WAN delivers what topo.yaml configures: rate, delay, routes."""
 
+import dataclasses
 import re
 import threading
 
 import pytest
 
 from testbed.emulation import measure, network
+from testbed.spec import Tcp
 from tests.mininet.helpers import spec_of, topology
 from tests.stalls import judged, unstalled
 
@@ -59,6 +61,8 @@ def test_the_network_reports_the_tcp_congestion_control_each_host_runs(quickstar
     # Nothing sets it: every namespace starts with the machine's default.
     default = open(network.CONGESTION_CONTROL).read().strip()
     assert quickstart.tcp_congestion_control() == {default: quickstart.host_names()}
+    (kept,) = quickstart.tcp_state()["tcp_slow_start_after_idle"].values()    # one value, every host's
+    assert kept == quickstart.host_names()
     # Read in each host's own namespace: one set otherwise is told apart
     # (reno is built into every kernel).
     other = "cubic" if default == "reno" else "reno"
@@ -68,6 +72,15 @@ def test_the_network_reports_the_tcp_congestion_control_each_host_runs(quickstar
         assert quickstart.tcp_congestion_control()[other] == ["tokyo-w0"]
     finally:
         network.run_in(host, ["sysctl", "-q", "-w", f"net.ipv4.tcp_congestion_control={default}"])
+
+
+def test_a_topology_turns_slow_start_after_idle_off_in_every_host_and_nowhere_else():
+    # The machine's own setting is left as found.
+    machine = open(network.TCP_FILES["tcp_slow_start_after_idle"]).read().strip()
+    spec = dataclasses.replace(topology("mesh-4dc"), tcp=Tcp(slow_start_after_idle=False))
+    with network.build(spec) as net:
+        assert net.tcp_state()["tcp_slow_start_after_idle"] == {"0": net.host_names()}
+        assert open(network.TCP_FILES["tcp_slow_start_after_idle"]).read().strip() == machine
 
 
 def test_traffic_between_dcs_without_a_direct_link_takes_the_routed_path():

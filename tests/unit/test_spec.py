@@ -35,6 +35,15 @@ def test_a_valid_file_resolves_units_into_numbers():
     assert link.ab.queue == 250_000
 
 
+def test_the_hosts_tcp_is_left_as_the_kernel_has_it_unless_the_file_sets_it():
+    from testbed.emulation.network import tcp_settings
+    assert load(BASE).tcp.slow_start_after_idle is None and tcp_settings(load(BASE)) == []
+    for value, assignment in (("false", "net.ipv4.tcp_slow_start_after_idle=0"),
+                              ("true", "net.ipv4.tcp_slow_start_after_idle=1")):
+        spec = load(BASE + f"tcp: {{slow_start_after_idle: {value}}}\n")
+        assert tcp_settings(spec) == [assignment]
+
+
 def test_direction_overrides_make_asymmetric_links():
     spec = load(BASE.replace("{between: [east, west], bw: 50mbit, delay: 20ms}",
                              "{between: [east, west], bw: 50mbit, delay: 20ms, "
@@ -123,6 +132,9 @@ def test_explicit_values_beat_the_preset():
     ("wan: []\n", "datacenters", "missing"),
     (BASE.split("wan:")[0], "wan", "missing"),
     (BASE + "lan: {bw: 0gbit}\n", "lan.bw", "above zero"),
+    (BASE + "tcp: {slow_start_after_idle: 0}\n", "tcp.slow_start_after_idle", "not true or false"),
+    (BASE + "tcp: {slow_start_idle: false}\n", "tcp.slow_start_idle", "slow_start_after_idle"),
+    (BASE + "tcp: off\n", "tcp", "must be a mapping"),
     (BASE.replace("{between: [east, west], bw: 50mbit, delay: 20ms}", "{preset: aws/Mars-Venus}"),
      "wan[0].preset", "aws has no link Mars-Venus"),
     (BASE.replace("bw: 20mbit, ", ""), "wan[1].bw", "missing"),

@@ -57,6 +57,15 @@ def test_settings_transform_the_base_document(tmp_path):
     assert doc["experiment"]["seed"] == 1 and doc["experiment"]["stop"]["iterations"] == 2
 
 
+def test_a_recipe_can_compare_the_hosts_tcp_settings(tmp_path):
+    from testbed import spec as S
+    r = W.load_recipe(recipe_at(tmp_path, RECIPE.replace(
+        "experiment.seed: [0, 1]", "tcp.slow_start_after_idle: [true, false]")))
+    restarts = [S.loads(yaml.safe_dump(W.setting_document(r, s))).tcp.slow_start_after_idle
+                for s in r.settings()]
+    assert restarts == [True, False, True, False]
+
+
 def test_bandwidth_scale_and_workers_axes():
     doc = yaml.safe_load(BASE)
     W.apply(doc, "bw_scale", 0.5)
