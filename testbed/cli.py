@@ -278,6 +278,10 @@ def summary_table(summary, title):
             ("sync bounds", f"{_fmt(summary.get('sync_over_t_lb'), 'frac')} x the partial-sum lower "
                             f"bound t_lb {_fmt(summary.get('sync_t_lb'), 'ms')}; the best tree "
                             f"packing t_opt takes {_fmt(summary.get('sync_t_opt'), 'ms')}"),
+            ("sync from the last start", f"{_fmt(summary.get('sync_from_last_start'), 'ms')} per "
+                                         f"iteration from when the last worker began, "
+                                         f"{_fmt(summary.get('sync_from_last_start_over_t_lb'), 'frac')}"
+                                         f" x t_lb"),
             ("final accuracy", _fmt(summary["final_accuracy"], "frac")),
             ("final test loss", _fmt(summary["final_loss"], "frac")),
             ("time to target", f"{_fmt(summary['time_to_target'], 's')} (target "

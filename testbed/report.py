@@ -170,13 +170,21 @@ def wan_bounds(folder, spec, model_bytes):
     return t_lb, t_opt
 
 
-def sync_time(iters):
+def sync_time(iters, from_last_start=False):
     """The median time of one synchronization: per iteration the slowest
     worker's push-to-pull time (under BSP they all wait for it), the first
-    iteration left out when there are others (it also opens connections)."""
+    iteration left out when there are others (it also opens connections).
+
+    With `from_last_start`, a worker's time counts from when the last
+    contributor began (its `wait` left out).  Under BSP a worker that got
+    the previous iteration's values early waits for the one that got them
+    last, so the slowest push-to-pull counts that iteration's spread of
+    finishing times again; a lower bound such as t_lb has every
+    contribution ready at once, which this count matches."""
     per_it = {}
     for e in iters:
-        per_it[e["it"]] = max(per_it.get(e["it"], 0.0), e["sync"])
+        spent = e["sync"] - (e.get("wait") or 0.0) if from_last_start else e["sync"]
+        per_it[e["it"]] = max(per_it.get(e["it"], 0.0), spent)
     steady = [v for it, v in sorted(per_it.items()) if it > 0] or list(per_it.values())
     return statistics.median(steady) if steady else None
 
@@ -227,6 +235,7 @@ def summarize(folder):
             "mean_throughput": mean_throughput,
             "peak_throughput": max((r[2] for r in rows), default=0.0)}
     sync = sync_time(iters)
+    sync_from_last_start = sync_time(iters, from_last_start=True)
     model_bytes = next((e["params"] * 4 for evs in events.values() for e in evs
                         if e["ev"] == "start" and "params" in e), None)
     bound, cut = sync_lower_bound(spec, model_bytes) if model_bytes and spec.get("wan") else (None, ())
@@ -255,6 +264,9 @@ def summarize(folder):
         "sync_t_lb": t_lb,
         "sync_t_opt": t_opt,
         "sync_over_t_lb": (sync / t_lb) if sync and t_lb else None,
+        "sync_from_last_start": sync_from_last_start,
+        "sync_from_last_start_over_t_lb": (sync_from_last_start / t_lb)
+        if sync_from_last_start and t_lb else None,
         "final_accuracy": evals[-1]["accuracy"] if evals else None,
         "final_loss": evals[-1]["loss"] if evals else None,
         "target_accuracy": target or None,

@@ -105,8 +105,20 @@ def test_a_summary_puts_the_sync_time_next_to_t_lb_and_t_opt(tmp_path):
     assert summary["sync_t_lb"] == pytest.approx(alone, rel=1e-6)
     assert summary["sync_t_opt"] == pytest.approx(alone, rel=1e-6)
     assert summary["sync_over_t_lb"] == pytest.approx(0.6 / alone)
+    # From the last worker's start: the 0.1 s it waited for is left out.
+    assert summary["sync_from_last_start_over_t_lb"] == pytest.approx(0.5 / alone)
     # Kept for the next report of the same run.
     assert folder.read_json("bounds.json")["t_lb"] == summary["sync_t_lb"]
+
+
+def test_the_sync_time_from_the_last_start_leaves_out_the_wait_for_the_last_worker():
+    # Iteration 0 is left out; in 1 and 2 the worker that waited for the
+    # other is the slowest push-to-pull, but not the slowest from the last start.
+    iters = [{"it": 0, "sync": 9.0, "wait": 0.0},
+             {"it": 1, "sync": 5.0, "wait": 2.0}, {"it": 1, "sync": 4.0, "wait": 0.0},
+             {"it": 2, "sync": 6.0, "wait": 3.5}, {"it": 2, "sync": 2.0, "wait": 0.0}]
+    assert report.sync_time(iters) == pytest.approx((5.0 + 6.0) / 2)
+    assert report.sync_time(iters, from_last_start=True) == pytest.approx((4.0 + 2.5) / 2)
 
 
 def test_compute_during_synchronization_is_not_counted_twice_in_the_iteration_time(tmp_path):
