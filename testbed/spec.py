@@ -136,6 +136,11 @@ class Lan:
     delay: float = 0.0
 
 
+# The keys a topology file may have at its top (recipes set dotted paths under them).
+TOP_KEYS = {"name", "datacenters", "wan", "lan", "tcp", "preset_bw_scale", "experiment", "search",
+            "dynamics", "description"}
+
+
 @dataclass(frozen=True)
 class Tcp:
     """The emulated hosts' TCP settings; None leaves a setting as the
@@ -316,9 +321,7 @@ def _int(value, path, low, high):
 
 
 def _build(doc, source, default_name):
-    top = {"name", "datacenters", "wan", "lan", "tcp", "preset_bw_scale", "experiment", "search",
-           "dynamics", "description"}
-    _check_keys(doc, top, "")
+    _check_keys(doc, TOP_KEYS, "")
     name = doc.get("name", default_name if NAME_RE.fullmatch(default_name or "") else "topo")
     name = _name(name, "name")
     if "datacenters" not in doc:

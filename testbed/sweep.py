@@ -50,7 +50,7 @@ from testbed.units import format_rate, parse_rate
 log = logging.getLogger(__name__)
 RECIPE_KEYS = {"id", "title", "base", "axes", "set", "quick", "description"}
 TRANSFORMS = ("worker_dcs", "workers", "bw_scale", "dynamics_every", "variant")
-TOP_KEYS = {"name", "datacenters", "wan", "lan", "tcp", "preset_bw_scale", "experiment", "search", "dynamics"}
+TOP_KEYS = specmod.TOP_KEYS
 
 
 class RecipeError(ValueError):

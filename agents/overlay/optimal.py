@@ -316,9 +316,10 @@ def pieces_planned(policy, layout):
     """What the plan expects of each piece of `plan_of` (the slices that get
     elements), in piece order: its root, rate (bit/s), elements and fill
     (s); it should take fill + 32 elements / rate seconds."""
+    fills = planned_fills(policy, layout)
+    sizes = slice_sizes([s["rate"] for s in policy["slices"]], layout.size, fills)
     return [{"root": s["root"], "rate": s["rate"] * 8, "elements": n, "fill": f}
-            for s, n, f in zip(policy["slices"], sizes_of(policy, layout), planned_fills(policy, layout))
-            if n > 0]
+            for s, n, f in zip(policy["slices"], sizes, fills) if n > 0]
 
 
 def finish_time(policy, layout):

@@ -79,6 +79,8 @@ def hop_rate(elements, first, last, n):
 
 
 def report(run, iterations=None):
+    if not os.path.isdir(os.path.join(run, "agents")):
+        raise SystemExit(f"{run} is not a run folder: it has no agents/ folder")
     by_agent = traces(run)
     planned = plans(run)
     workers = sorted(a for a in by_agent if "-w" in a)
@@ -128,7 +130,10 @@ def main():
     ap.add_argument("--iterations", type=iteration_list,
                     help="comma-separated iteration numbers (default: all)")
     args = ap.parse_args()
-    report(args.run, args.iterations)
+    try:
+        report(args.run, args.iterations)
+    except BrokenPipeError:             # read through `head`: what was printed is what was wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
 
 
 if __name__ == "__main__":

@@ -105,10 +105,6 @@ class EmulatedNetwork:
                 found[name].setdefault(value, []).append(h.name)
         return found
 
-    def tcp_congestion_control(self):
-        """{congestion control: [host, ...]} the hosts' TCP runs."""
-        return self.tcp_state()["tcp_congestion_control"]
-
     def egress(self, src, dst):
         """(router node, interface, WanPlan, key) for the direction src -> dst."""
         w = self.plan.link(src, dst)

@@ -60,7 +60,7 @@ def test_hosts_in_one_dc_talk_over_the_lan_without_wan_delay(quickstart):
 def test_the_network_reports_the_tcp_congestion_control_each_host_runs(quickstart):
     # Nothing sets it: every namespace starts with the machine's default.
     default = open(network.CONGESTION_CONTROL).read().strip()
-    assert quickstart.tcp_congestion_control() == {default: quickstart.host_names()}
+    assert quickstart.tcp_state()["tcp_congestion_control"] == {default: quickstart.host_names()}
     (kept,) = quickstart.tcp_state()["tcp_slow_start_after_idle"].values()    # one value, every host's
     assert kept == quickstart.host_names()
     # Read in each host's own namespace: one set otherwise is told apart
@@ -69,7 +69,7 @@ def test_the_network_reports_the_tcp_congestion_control_each_host_runs(quickstar
     host = quickstart.node("tokyo-w0")
     network.run_in(host, ["sysctl", "-q", "-w", f"net.ipv4.tcp_congestion_control={other}"])
     try:
-        assert quickstart.tcp_congestion_control()[other] == ["tokyo-w0"]
+        assert quickstart.tcp_state()["tcp_congestion_control"][other] == ["tokyo-w0"]
     finally:
         network.run_in(host, ["sysctl", "-q", "-w", f"net.ipv4.tcp_congestion_control={default}"])
 
