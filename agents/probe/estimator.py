@@ -134,8 +134,9 @@ class Estimator:
         self.rtts = (self.rtts + [rtt])[-RTT_WINDOW:]
 
     def estimate(self, t):
-        """{bw, active, passive, rtt, confidence, age, settled} or None before
-        any sample."""
+        """{bw, active, passive, rtt, confidence, age, settled, readings} or
+        None before any sample; `readings` is how many proper trains the
+        active estimate is the median of (at most SMOOTH_READINGS)."""
         if self.bw is None and self.passive is None:
             return None
         bw = self.bw or 0.0
@@ -151,4 +152,4 @@ class Estimator:
                 "passive": self.passive if passive_fresh else None,
                 "rtt": statistics.median(self.rtts) if self.rtts else None,
                 "confidence": round(confidence, 4), "age": age, "settled": self.settled,
-                "clumps": self.clumps}
+                "clumps": self.clumps, "readings": len(self._recent)}

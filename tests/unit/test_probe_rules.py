@@ -41,6 +41,18 @@ def test_a_shapers_burst_at_the_head_of_a_train_is_not_counted():
     assert not coarse
 
 
+def test_a_head_frame_the_delay_line_released_a_tick_late_is_still_head():
+    # 1 Mbit/s behind a two-frame bucket: frame 1 left with frame 0 but the
+    # delay line released it on its next 1 ms tick, 1.05 ms later; then one
+    # frame every 12.1 ms.  Counted from frame 0, 15 frames in 14.09 gaps
+    # read 1.065 Mbit/s; from frame 1, 14 in 14.
+    gap = FRAME_BITS / 1e6
+    times = [0.0, 1.05e-3] + [1.05e-3 + k * gap for k in range(1, 15)]
+    capacity, available, coarse = dispersion_rates(times)
+    assert available == pytest.approx(1e6, rel=0.001) and capacity == pytest.approx(1e6, rel=0.001)
+    assert not coarse
+
+
 def test_a_short_train_is_coarse():
     assert dispersion_rates([0.0, 0.001, 0.002, 0.003])[2] is True
 
@@ -301,3 +313,13 @@ def test_the_sender_hands_over_every_frame_of_each_train_once():
     rx.close()
     assert done == [(addr, 1, 30, 5.0), (addr, 2, 3, 6.0)] and sender.waiting() == []
     assert got == [f"1,{s},30,5.0;" for s in range(30)] + [f"2,{s},3,6.0;" for s in range(3)]
+
+
+def test_an_estimate_says_how_many_trains_its_median_holds():
+    e = Estimator(period=2.0)
+    readings = []
+    for t, rate in ((0, 20e6), (2, 21e6), (4, 19e6), (6, 20e6), (8, 5e6), (10, 5.1e6)):
+        e.add_active(t, rate)
+        readings.append(e.estimate(t)["readings"])
+    # The fifth deviates (pending), the sixth agrees with it: the median starts over.
+    assert readings == [1, 2, 3, 3, 3, 1]
