@@ -92,6 +92,16 @@ def tree_packing(wan, paths=None, keep=None, start=(), model_bytes=None, give_up
     `give_up`: shares of the rate that may be traded for shallower trees;
     of the packings at each, the one that synchronizes `model_bytes`
     soonest (M / R + latency) is returned."""
+    (candidates,) = tree_packings(wan, paths, [keep], start, give_up)
+    return min(candidates, key=lambda p: p.time(model_bytes)) if give_up else candidates[0]
+
+
+def tree_packings(wan, paths=None, keeps=(None,), start=(), give_up=()):
+    """For each count of trees per root in `keeps` (None: no limit), in
+    that order, the packings `tree_packing` chooses from: the one of most
+    rate, then one per share in `give_up`.  One column generation serves
+    them all: the greedy pruning to k trees goes on from where the pruning
+    to a larger k stopped."""
     unit = max(rate for rate, _ in wan.links.values())
     delay = arc_delays(wan, paths)
     columns = list(dict.fromkeys(tuple(c) for c in start))
@@ -108,19 +118,19 @@ def tree_packing(wan, paths=None, keep=None, start=(), model_bytes=None, give_up
         columns += new
     columns += _least_delay_trees(wan, delay)
     master, res = _solve(wan, columns, unit, delay, paths)
-    while keep is not None:
-        fewer = _without_lightest(columns, res.x[master.weight], keep)
-        if fewer is None:
-            break
-        columns = fewer
-        master, res = _solve(wan, columns, unit, delay, paths)
-    best = master.packing(res, unit)
-    for share in give_up:
-        master, res = _solve(wan, columns, unit, delay, paths, share)
-        packing = master.packing(res, unit)
-        if packing.time(model_bytes) < best.time(model_bytes):
-            best = packing
-    return best
+    out = {}
+    for keep in sorted(set(keeps), key=lambda k: -(k or float("inf"))):
+        while keep is not None:
+            fewer = _without_lightest(columns, res.x[master.weight], keep)
+            if fewer is None:
+                break
+            columns = fewer
+            master, res = _solve(wan, columns, unit, delay, paths)
+        out[keep] = [master.packing(res, unit)]
+        for share in give_up:
+            traded, solved = _solve(wan, columns, unit, delay, paths, share)
+            out[keep].append(traded.packing(solved, unit))
+    return [out[k] for k in keeps]
 
 
 def _solve(wan, columns, unit, delay, paths, give_up=0.0):

@@ -215,3 +215,23 @@ def test_the_bound_command_refuses_a_bad_file_in_one_line(tmp_path):
     bad.write_text("datacenters: [{name: a, workers: 1}]\nwan: [{between: [a, b], bw: 5 mbps}]\n")
     r = run_testbed("bound", str(bad), "--model-bytes", "1000")
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_each_count_of_trees_per_root_keeps_at_most_that_many_and_no_more_rate(seed):
+    from agents.planning.packing import tree_packings
+    rng = random.Random(4000 + seed)
+    wan = random_wan(rng, rng.randint(4, 6), rng.randint(0, 2))
+    free = tree_packing(wan)
+    ladder = tree_packings(wan, keeps=[None, 3, 2, 1], give_up=[0.2])
+    assert ladder[0][0].rate == pytest.approx(free.rate, rel=1e-6)
+    for keep, (most, traded) in zip([None, 3, 2, 1], ladder):
+        count = {}
+        for tree in most.trees:
+            count[(tree.root, tree.kind)] = count.get((tree.root, tree.kind), 0) + 1
+        assert keep is None or max(count.values()) <= keep
+        assert most.rate <= free.rate * (1 + 1e-6)
+        # Rate given up for shallower trees: at least 80% of it kept, never more.
+        assert 0.8 * most.rate * (1 - 1e-5) <= traded.rate <= most.rate * (1 + 1e-6)
+    # Asked for alone, a count gives what the ladder gives when pruning starts there.
+    assert tree_packings(wan, keeps=[3])[0][0].rate == pytest.approx(ladder[1][0].rate, rel=1e-6)
