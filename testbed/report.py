@@ -9,6 +9,7 @@ import statistics
 from agents.events import read_events
 from testbed import bounds, cpu, overlay_plot, search_report
 from testbed.bound import sync_lower_bound
+from testbed.bounds.timeline import spent
 from testbed.runfolder import RunFolder
 
 
@@ -183,8 +184,7 @@ def sync_time(iters, from_last_start=False):
     contribution ready at once, which this count matches."""
     per_it = {}
     for e in iters:
-        spent = e["sync"] - (e.get("wait") or 0.0) if from_last_start else e["sync"]
-        per_it[e["it"]] = max(per_it.get(e["it"], 0.0), spent)
+        per_it[e["it"]] = max(per_it.get(e["it"], 0.0), spent(e, from_last_start))
     steady = [v for it, v in sorted(per_it.items()) if it > 0] or list(per_it.values())
     return statistics.median(steady) if steady else None
 

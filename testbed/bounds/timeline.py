@@ -9,6 +9,14 @@ with every change in links.jsonl up to that moment applied (the changes
 carry the wall clock, as the agents' events do); a synchronization begins
 when its slowest worker's `iter` event says it did (its end less its sync
 time).  Bounds are cached by WAN state: most iterations share one.
+
+A synchronization can be timed two ways.  A worker's `sync` runs from when
+it handed over its update; under BSP one that finished the previous
+iteration early then waits for the one that finished last (`wait`), so the
+slowest `sync` of an iteration counts the previous one's spread of
+finishing times again.  Counted from the last start (`sync` less `wait`)
+every contribution is ready at once, as t_lb assumes: the like-for-like
+count, and the one to hold against the bound.
 """
 
 import copy
@@ -37,21 +45,30 @@ def wan_states(spec, changes):
     return out
 
 
-def bounds_per_iteration(spec, changes, iters, model_bytes):
+def spent(e, from_last_start=False):
+    """Seconds of one worker's synchronization in its `iter` event: from
+    handing over its update, or (`from_last_start`) from when the last
+    contributor handed over its own."""
+    return e["sync"] - (e.get("wait") or 0.0) if from_last_start else e["sync"]
+
+
+def bounds_per_iteration(spec, changes, iters, model_bytes, from_last_start=False):
     """[(iteration, sync time, t_lb then)] per iteration: its slowest
-    worker's sync time and the bound on the WAN in force when that sync began."""
+    worker's sync time (counted as `spent` says) and the bound on the WAN in
+    force when that sync began."""
     slowest = {}
     for e in iters:
-        if e["it"] not in slowest or e["sync"] > slowest[e["it"]]["sync"]:
-            slowest[e["it"]] = e
+        took = spent(e, from_last_start)
+        if e["it"] not in slowest or took > slowest[e["it"]][0]:
+            slowest[e["it"]] = (took, e)
     states = wan_states(spec, changes)
     cache, out = {}, []
-    for it, e in sorted(slowest.items()):
-        began = e["wall"] - e["sync"]
+    for it, (took, e) in sorted(slowest.items()):
+        began = e["wall"] - took
         index = max(i for i, (t, _) in enumerate(states) if t <= began)
         key = repr(states[index][1]["wan"])
         if key not in cache:
             wan = wan_of(states[index][1])
             cache[key] = t_lb(wan, model_bytes) if wan.reachable() else None
-        out.append((it, e["sync"], cache[key]))
+        out.append((it, took, cache[key]))
     return out

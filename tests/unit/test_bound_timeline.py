@@ -33,3 +33,15 @@ def test_the_states_start_as_configured_and_leave_the_spec_untouched():
     states = wan_states(spec, [{"wall": 5.0, "src": "b", "dst": "a", "up": False}])
     assert [t for t, _ in states] == [float("-inf"), 5.0]
     assert states[1][1]["wan"][0]["ba"]["up"] is False and spec["wan"][0]["ba"]["up"] is True
+
+
+def test_counted_from_the_last_start_the_wait_is_left_out_of_time_and_start():
+    spec = two_dcs()
+    changes = [{"wall": 100.0, "src": "a", "dst": "b", "rate": 2e6 * 1514 / 1448}]
+    # Iteration 1: the first worker handed over at 97 and waited 4 s for the
+    # second, which handed over at 101, after the drop; the second took 5 s.
+    iters = [{"it": 1, "wall": 106.0, "sync": 9.0, "wait": 4.0},
+             {"it": 1, "wall": 106.0, "sync": 5.0, "wait": 0.0}]
+    assert bounds_per_iteration(spec, changes, iters, M) == [(1, 9.0, pytest.approx(1.0))]
+    out = bounds_per_iteration(spec, changes, iters, M, from_last_start=True)
+    assert out == [(1, 5.0, pytest.approx(4.0))]
