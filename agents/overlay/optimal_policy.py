@@ -25,8 +25,8 @@ it; an RTT that really grows is followed once the memory has passed.
 
 A pair's first estimates are young: the probe's median over its last
 trains (`agents.probe.estimator`) is at first one train, then the higher
-of two, and a train now and then reads one frame too many (up to 9% on a
-1 Mbit/s link).  The plan made as soon as every link has an estimate
+of two, and a single train can read several percent high (9% on a
+1 Mbit/s link in one run).  The plan made as soon as every link has an estimate
 leans on such readings, and with the highest reading of the memory taken,
 it keeps them until the memory passes; but a few percent never move an
 estimate past `update_change`, so that plan would stay for the run (on the
