@@ -182,7 +182,7 @@ class Policy(netstorm_policy.Policy):
         once they have all settled."""
         if self.policy is not None and self.policy["guessed"]:
             return 1.0 if self._all_estimated() else None
-        if self.policy is not None and self.policy.get("young") and self._all_settled():
+        if self.policy is not None and self.policy["young"] and self._all_settled():
             return 1.0
         if self.policy is not None and self.policy["volatile"] != self.volatile:
             return 1.0

@@ -52,17 +52,19 @@ def spent(e, from_last_start=False):
     return e["sync"] - (e.get("wait") or 0.0) if from_last_start else e["sync"]
 
 
-def bounds_per_iteration(spec, changes, iters, model_bytes, from_last_start=False):
+def bounds_per_iteration(spec, changes, iters, model_bytes, from_last_start=False, cache=None):
     """[(iteration, sync time, t_lb then)] per iteration: its slowest
     worker's sync time (counted as `spent` says) and the bound on the WAN in
-    force when that sync began."""
+    force when that sync began.  `cache` ({WAN state: t_lb}) can be shared
+    by calls on the same run and model, which then solve each state once."""
     slowest = {}
     for e in iters:
         took = spent(e, from_last_start)
         if e["it"] not in slowest or took > slowest[e["it"]][0]:
             slowest[e["it"]] = (took, e)
     states = wan_states(spec, changes)
-    cache, out = {}, []
+    cache = {} if cache is None else cache
+    out = []
     for it, (took, e) in sorted(slowest.items()):
         began = e["wall"] - took
         index = max(i for i, (t, _) in enumerate(states) if t <= began)

@@ -45,3 +45,15 @@ def test_counted_from_the_last_start_the_wait_is_left_out_of_time_and_start():
     assert bounds_per_iteration(spec, changes, iters, M) == [(1, 9.0, pytest.approx(1.0))]
     out = bounds_per_iteration(spec, changes, iters, M, from_last_start=True)
     assert out == [(1, 5.0, pytest.approx(4.0))]
+
+
+def test_both_counts_can_share_one_cache_of_bounds():
+    spec = two_dcs()
+    changes = [{"wall": 100.0, "src": "a", "dst": "b", "rate": 2e6 * 1514 / 1448}]
+    iters = [{"it": 1, "wall": 106.0, "sync": 9.0, "wait": 4.0}, {"it": 2, "wall": 120.0, "sync": 5.0}]
+    cache = {}
+    shared = [bounds_per_iteration(spec, changes, iters, M, from_last_start=last, cache=cache)
+              for last in (True, False)]
+    assert shared == [bounds_per_iteration(spec, changes, iters, M, from_last_start=last)
+                      for last in (True, False)]
+    assert len(cache) == 2          # the WAN before the change and after it, each solved once

@@ -239,9 +239,11 @@ def test_a_plan_on_young_estimates_is_made_again_on_settled_ones_without_the_you
     (replan,) = policy.tick(now=6.5)
     assert replan["change"] == 1.0 and not policy.policy["young"]
     assert replan["rate"] == pytest.approx(956_407.0 * 8 * 3 / 4, rel=1e-4)
-    # Settled for good: a change of the link that restarts the median is followed as before.
+    # Settled for good: a reading after a step of the link (its median starts over) is
+    # not forgotten, and the plan is not made again for being young.
     clock[0] = 20.0
     policy.take_probes(probes(1, {"l0->hub": 8e6 * 1.05}))
+    assert policy.estimates[("l0", "hub")] == pytest.approx(956_407.0 * 1.05, abs=1)
     assert policy.tick(now=20.0) == []
     # With settle_readings 0 the first readings count as settled.
     policy = Policy(dataclasses.replace(layout, options={"settle_readings": 0}), clock=lambda: clock[0])
