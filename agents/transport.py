@@ -28,6 +28,9 @@ late with a backlog makes up to PACE_CATCH_UP seconds of lost time up with
 its next chunks.  Nothing sleeps:
 the receive loop wakes up when the next chunk is due, so an agent keeps
 receiving while its paced data waits.  `paced(peer)` is the rate achieved.
+Asked to (`kernel`), a paced peer's TCP connection is also capped in the
+kernel a little above that rate (agents.kernel_pacing), so the chunks the
+bucket releases leave as evenly spaced packets rather than as bursts.
 """
 
 import itertools
@@ -40,7 +43,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import zmq
 
-from agents import config
+from agents import config, kernel_pacing
 from agents.fairqueue import FairQueue
 from agents.pacing import TokenBucket
 
@@ -135,6 +138,7 @@ class Endpoint:
         self.outgoing = {}            # peer -> FairQueue of _Outgoing (queued mode, paced peers)
         self.buckets = {}             # peer -> TokenBucket of a paced peer
         self.meters = {}              # peer -> _PaceMeter
+        self.capped = set()           # peers whose connection the kernel paces
         self.name = name
         self.chunk_bytes = int(chunk_bytes)
         self.dead_after = dead_after
@@ -205,10 +209,13 @@ class Endpoint:
         if len(queue) == 1:
             self.pump(peer)
 
-    def set_rate(self, peer, bits_per_s, burst=None):
+    def set_rate(self, peer, bits_per_s, burst=None, kernel=0.0):
         """Pace what goes to peer to bits_per_s of payload (None or 0:
         unpaced), from now on, what is queued included.  burst: bytes that
-        may go at once when pacing starts, one chunk unless given."""
+        may go at once when pacing starts, one chunk unless given.
+        kernel: cap the connection in the kernel at `kernel` times that rate
+        (0 or unpaced: no cap); it counts what TCP carries, the chunks'
+        headers too, so it must be a little above 1 not to hold the bucket back."""
         if peer not in self.dealers:
             raise KeyError(f"no peer {peer!r}")
         if not bits_per_s:
@@ -223,7 +230,20 @@ class Endpoint:
             self.buckets[peer] = TokenBucket(bits_per_s, burst or self.chunk_bytes, time.monotonic(),
                                              catch_up=PACE_CATCH_UP)
             self.meters.setdefault(peer, _PaceMeter())
+        if bits_per_s and kernel:
+            self._cap(peer, bits_per_s / 8 * kernel)
+        elif peer in self.capped:
+            self._cap(peer, None)
         self.pump(peer)
+
+    def _cap(self, peer, bytes_per_s):
+        host, port = self.peers[peer]
+        for fd in kernel_pacing.connected_to(host, port):
+            kernel_pacing.cap(fd, bytes_per_s)
+        if bytes_per_s:
+            self.capped.add(peer)
+        else:
+            self.capped.discard(peer)
 
     def rate(self, peer):
         """The rate peer is paced to in bit/s, None when unpaced."""

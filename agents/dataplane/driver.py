@@ -46,9 +46,10 @@ class DataPlane:
         self.side = dict(side or {})
         self.transfers = {}
         # What the node may ask of the transport, looked up once (send is the hot path):
-        # rates per connection by plan, the next hop by backlog, a share of a
-        # connection per tree.
+        # rates per connection by plan (and how far above them the kernel caps
+        # it), the next hop by backlog, a share of a connection per tree.
         self.take_rates = getattr(node, "take_rates", None)
+        self.kernel_pace = getattr(node, "kernel_pace", 0.0)
         self.route = getattr(node, "route", None)
         self.flow_of = getattr(node, "flow_of", None)
         traces = getattr(node, "traces_pieces", None)
@@ -58,7 +59,7 @@ class DataPlane:
         if self.take_rates is not None:         # rates first, then what they pace
             rates = self.take_rates()
             for peer, bits_per_s in rates.items():
-                self.ep.set_rate(peer, bits_per_s or None)
+                self.ep.set_rate(peer, bits_per_s or None, kernel=self.kernel_pace)
             if rates:
                 self.log("pace", rates=rates)
         for dst, header, payload in messages:

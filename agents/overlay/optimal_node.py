@@ -13,6 +13,7 @@ class Node(netstorm_node.Node):
     def __init__(self, name, layout, segment, fold, coordinator):
         super().__init__(name, layout, segment, fold, coordinator)
         self.rates = None
+        self.kernel_pace = optimal.option(layout, "kernel_pace")
         self.weights = {}         # version -> [planned rate of each piece]
 
     def segment(self, policy):

@@ -139,7 +139,9 @@ class Policy(netstorm_policy.Policy):
 
     def _solve(self, speeds):
         layout = self.sized_layout()
-        policy = optimal.compute_policy(speeds, self.delays(), self.order, layout, self.policy)
+        share = optimal.usable_share(layout)          # what the probes, ACKs and headers leave
+        policy = optimal.compute_policy({link: v * share for link, v in speeds.items()}, self.delays(),
+                                        self.order, layout, self.policy)
         # Pacing at a guess would hold a link to it: pace only a plan of estimates,
         # and on a volatile WAN only if asked (the rates it was made on will not hold).
         policy["guessed"] = not self._all_estimated()
