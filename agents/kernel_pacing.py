@@ -16,8 +16,9 @@ stays as it was.
 
 ZeroMQ does not hand out the sockets of its connections, so they are
 found among this process's file descriptors by the address they are
-connected to.  A connection ZeroMQ makes again later (after a peer
-restarts) is not capped until the next call.
+connected to (an Endpoint's heartbeats to the same peer share the cap;
+they carry a few bytes a second).  A connection ZeroMQ makes again later
+(after a peer restarts) is not capped until the next call.
 """
 
 import os

@@ -148,7 +148,7 @@ def test_a_dc_paces_each_connection_at_its_planned_load_in_bits():
 
 
 def test_the_coordinator_plans_from_probe_estimates_and_paces_only_once_every_link_has_one():
-    layout = star_layout(3)
+    layout = dataclasses.replace(star_layout(3), options={"overheads": 1})
     clock = [0.0]
     policy = Policy(layout, clock=lambda: clock[0])
     # 8 Mbit/s on the wire is 8e6 x 1448/1514 / 8 = 956,407 payload bytes/s; only the
@@ -173,7 +173,9 @@ def test_the_coordinator_plans_from_probe_estimates_and_paces_only_once_every_li
     (replan,) = policy.tick(now=10.5)
     assert replan["decision"] == "replan" and replan["version"] == 1 and policy.policy["pace"]
     # Estimated, not configured: the configured links are C = 1 MB/s, the estimates 0.956,
-    # of which the plan takes what the ACKs and the segments' headers leave.
+    # of which the plan takes what the ACKs and the segments' headers leave (no probe
+    # budget here): (1 - 66 / 3028) x 16384 / 16604 = 0.965242.
+    assert optimal.usable_share(layout) == pytest.approx(0.965242, abs=1e-6)
     assert replan["rate"] == pytest.approx(956_407.0 * optimal.usable_share(layout) * 8 * 3 / 4, rel=1e-4)
     assert policy.policy["latency"] == pytest.approx(0.04)
     # A train that reads 30% less within the memory (8 s) is a train that queued behind
@@ -192,13 +194,13 @@ def test_the_coordinator_plans_from_probe_estimates_and_paces_only_once_every_li
 
 
 def test_a_plan_takes_what_the_probes_the_acks_and_the_segment_headers_leave_of_a_link():
-    layout = dataclasses.replace(star_layout(3), probe_share=0.05)
+    layout = dataclasses.replace(star_layout(3), probe_share=0.05, options={"overheads": 1})
     # 1 - 5% for the probes - 66 / (2 x 1514) for the ACKs = 0.928203; a segment of
     # 4,096 values is 16,384 bytes and 220 of header: x 16384 / 16604 = 0.915904.
     assert optimal.usable_share(layout) == pytest.approx(0.915904, abs=1e-6)
-    smaller = dataclasses.replace(layout, options={"min_segment": 1024})
+    smaller = dataclasses.replace(layout, options={"overheads": 1, "min_segment": 1024})
     assert optimal.usable_share(smaller) == pytest.approx(0.928203 * 4096 / 4316, abs=1e-6)
-    off = dataclasses.replace(layout, options={"overheads": 0})
+    off = dataclasses.replace(layout, options={})          # the default: the whole estimate
     assert optimal.usable_share(off) == 1.0
     # The runner gives the planner the experiment's probe budget.
     assert layout_of("netstorm-9dc-dynamic.yaml", 10)[1].probe_share == 0.05
@@ -252,7 +254,7 @@ def test_a_plan_on_young_estimates_is_made_again_on_settled_ones_without_the_you
     policy.solving.join()
     (replan,) = policy.tick(now=6.5)
     assert replan["change"] == 1.0 and not policy.policy["young"]
-    assert replan["rate"] == pytest.approx(956_407.0 * optimal.usable_share(layout) * 8 * 3 / 4, rel=1e-4)
+    assert replan["rate"] == pytest.approx(956_407.0 * 8 * 3 / 4, rel=1e-4)
     # Settled for good: a reading after a step of the link (its median starts over) is
     # not forgotten, and the plan is not made again for being young.
     clock[0] = 20.0
