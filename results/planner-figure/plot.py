@@ -9,13 +9,15 @@ update (timeline.spent), as t_lb assumes every contribution ready at once;
 `push_to_pull_over_t_lb` keeps the count from each worker's own hand-over,
 which adds the previous iteration's spread of finishing times.
 
-For the planner's runs the gap is split in two, from its last plan: the
+For the planner's runs the gap is split in three, from its last plan: the
 plan's own time on the links as they really were (its rate, evaluated on
 the true capacities, plus what the plan adds to M / R: its slices' fills,
 as estimated, or its pipeline latency for a plan sized by rate) over t_lb
 is what planning lost (estimation error, two trees per root, the routers'
-single paths, the fills);
-the measured time over the plan's is what carrying it out lost (pacing,
+single paths, the fills); the plan as made, on the estimates, over that
+is the estimates' error (and, with `overheads: 1`, what the plan leaves of
+each link for the probes, the ACKs and the segments' headers); the
+measured time over the plan as made is what carrying it out lost (pacing,
 segment pipelining, the protocol)."""
 
 import glob
@@ -43,7 +45,7 @@ DYNAMIC = {"dynamic-2mb": ("-", "10 s"), "dynamic50-2mb": ("--", "50 s")}   # li
 LEVELS = (0.90, 0.95)
 COLUMNS = ("network", "system", "status", "iterations", "model_mb", "sync_s", "t_lb_s",
            "sync_over_t_lb", "settled_over_t_lb", "push_to_pull_over_t_lb", "planned_s", "planned_true_s",
-           "plan_over_t_lb", "sync_over_plan", "final_accuracy",
+           "plan_over_t_lb", "planned_over_t_lb", "sync_over_plan", "sync_over_planned", "final_accuracy",
            *(f"tta_{round(level * 100)}_s" for level in LEVELS), "cpu_busy", "cpu_saturated",
            "cpu_stolen")
 
@@ -143,6 +145,8 @@ def summarize(rows):
                 if true and row["t_lb_s"]:
                     row["plan_over_t_lb"] = true / row["t_lb_s"]
                     row["sync_over_plan"] = row["sync_s"] / true
+                    row["planned_over_t_lb"] = planned / row["t_lb_s"]
+                    row["sync_over_planned"] = row["sync_s"] / planned
         table.append(row)
     return table, series, curves
 
@@ -189,10 +193,12 @@ def draw(rows, out_dir, recipe):
     # On a changing WAN one plan's time on the links of one moment says little.
     mine = [t for t in table if t["system"] == "optimal" and t.get("planned_true_s")
             and not t["network"].startswith("dynamic")]
+    bars = (("t_lb_s", "0.6", "t_lb"), ("planned_true_s", "C2", "plan on the true links"),
+            ("planned_s", "#a6d96a", "plan as made, on the estimates"),
+            ("sync_s", "C4", "measured"))
     for x, t in enumerate(mine):
-        gap.bar(x - 0.25, t["t_lb_s"], 0.25, color="0.6", label="t_lb" if x == 0 else None)
-        gap.bar(x, t["planned_true_s"], 0.25, color="C2", label="plan on the true links" if x == 0 else None)
-        gap.bar(x + 0.25, t["sync_s"], 0.25, color="C4", label="measured" if x == 0 else None)
+        for k, (key, color, label) in enumerate(bars):
+            gap.bar(x + 0.2 * (k - 1.5), t[key], 0.2, color=color, label=label if x == 0 else None)
     gap.set_xticks(range(len(mine)))
     gap.set_xticklabels([NETWORKS.get(t["network"], t["network"]) for t in mine], fontsize=8)
     gap.set(ylabel="seconds per synchronization", title="where the planner's gap goes")
