@@ -71,17 +71,16 @@ The plan (`plan_of`):
   transport at `pace_share` times its planned load (`pace: 0` leaves TCP to
   share), so connections that share a link keep the shares the plan gave;
   and, with `kernel_pace` above 0, in the kernel at that many times the
-  load (`agents/kernel_pacing`:
-  TCP spaces its packets, so the chunks the transport releases do not
-  reach a link's queue as bursts; 0, the default, leaves TCP as it is).
-  On the 9-DC WAN at a quarter rate, the servers' TCP retransmitted 8,463
-  segments over five iterations without it, 1,540-1,997 with it at 1.05
-  (two runs): above the load and the segments' headers (1.3%), which the
-  transport must not be held below, and close enough to it that
-  connections sharing a link cannot overfill its queue.  Where the text is
-  silent we chose this and measured it (`results/planner-figure/README.md`):
-  with `overheads` below, no faster there, and slower on ps-scaling, so
-  both are off by default;
+  load (`agents/kernel_pacing`: TCP spaces its packets, so the chunks the
+  transport releases do not reach a link's queue as bursts; 0, the
+  default, leaves TCP as it is).  It must be above 1 by more than the
+  segments' headers (1.3%), or the transport is held below its rate.  On
+  the 9-DC WAN at a quarter rate, the servers' TCP retransmitted 8,463
+  segments over five iterations without it and 1,540-1,997 with it at
+  1.10 (two runs).  The text is silent; the recipe was drawn with 1.05
+  and `overheads` below (`results/planner-figure/README.md`): no faster
+  at a quarter rate, slower at half and on ps-scaling, so both are off by
+  default;
 - with `overheads: 1` the plan takes `usable_share` of each link's estimate:
   the estimate is what a packet train reads of an idle link, but while
   the plan runs, its probes' trains take up to their budget
