@@ -1,5 +1,5 @@
 """planner-figure: every system's sync time per iteration divided by the
-lower bound of the WAN in force when it began (testbed/bounds/timeline.py),
+lower bound of the WAN as it was while it ran (testbed/bounds/timeline.py),
 on NetStorm's 9-DC WAN (static and dynamic) and the ps-scaling WAN; where
 the planner's remaining gap goes; and time to accuracy of NetStorm and the
 planner training the MLP.
@@ -61,7 +61,7 @@ def agent_events(run, role_suffix):
 
 
 def per_iteration(run, model_bytes):
-    """[(it, sync, t_lb)] of a run, the bound of the WAN when each sync began,
+    """[(it, sync, t_lb)] of a run, the bound of the WAN while each sync ran,
     timed from the last start, and the same timed push to pull."""
     spec = json.load(open(os.path.join(run, "spec.json")))
     links = os.path.join(run, "links.jsonl")
@@ -185,7 +185,7 @@ def draw(rows, out_dir, recipe):
             if points:
                 dynamic.plot([it for it, _, _ in points], [s / b for _, s, b in points], style, marker="o",
                              color=f"C{i}", label=f"{NAMES[system]}, redrawn every {every}")
-    dynamic.set(xlabel="iteration", ylabel="sync time / t_lb then",
+    dynamic.set(xlabel="iteration", ylabel="sync time / t_lb of its links",
                 title="dynamic 9-DC WAN: each iteration against the bound of its links")
     dynamic.grid(alpha=0.3)
     if dynamic.lines:

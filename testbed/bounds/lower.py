@@ -48,6 +48,15 @@ exactly.  On a star of N agents around a transit hub, every access link c
 and d one way: t_win = 2(N - 1)/N x M/c + 2d, where the cut bound says
 M/c + 2d.
 
+A WAN whose rates change while the synchronization runs (`profile`: each
+link's rate from each moment on) is bounded the same way with volumes for
+capacities: link e carries at most V_e(T), the integral of its rate over
+[alpha_e, T - beta_e], useful bytes.  V_e is piecewise linear in T, with
+breaks where the window opens and where its end T - beta_e passes a change
+of rate, so the same bisection over the breaks and one LP give the least T
+exactly.  It uses the least delay each link had and leaves each link's
+windows as that delay sets them, which only widens them.
+
 t_lat, the longest least-delay path between two terminals, and t_cut, the
 pairwise quickest-flow bound of testbed/bound.py (which also lets transit
 DCs add, and so stays valid), bound it too, so
@@ -76,8 +85,13 @@ def t_lat(wan):
     return max((wan.dist[a].get(b, float("inf")) for a, b in pairs), default=0.0)
 
 
-def t_lb(wan, model_bytes, partitions="auto"):
-    return max(t_win(wan, model_bytes, partitions), t_lat(wan), t_cut(wan, model_bytes))
+def t_lb(wan, model_bytes, partitions="auto", profile=None):
+    """The bound of one synchronization.  profile ({link: [(s, rate), ...]},
+    seconds from the synchronization's start, the first at 0, payload
+    bytes/s from then on): the rates of a WAN that changes while it runs;
+    `wan` then holds every link's highest rate and least delay over that
+    time, which t_lat and t_cut read (that only loosens them)."""
+    return max(t_win(wan, model_bytes, partitions, profile), t_lat(wan), t_cut(wan, model_bytes))
 
 
 def lb_rate(wan, partitions="auto"):
@@ -97,19 +111,22 @@ def lb_rate(wan, partitions="auto"):
     return 0.0 if res.status == INFEASIBLE else -res.fun * unit
 
 
-def t_win(wan, model_bytes, partitions="auto"):
-    """The least T at which the counts fit the links' useful windows."""
+def t_win(wan, model_bytes, partitions="auto", profile=None):
+    """The least T at which the counts fit the links' useful windows (with
+    `profile`, as t_lb says, the volumes the changing rates give them)."""
     if len(wan.terminals) < 2:
         return 0.0
     if not wan.reachable():
         return float("inf")
-    opening = _openings(wan)
-    starts = sorted(set(opening.values()) - {float("inf")})
+    if profile is None:
+        profile = {link: [(0.0, rate)] for link, (rate, _) in wan.links.items()}
+    windows = _windows(wan)
+    starts = _breaks(windows, profile)
     lo, hi, best = 0, len(starts) - 1, float("inf")
     while lo <= hi:                 # the first segment in which the LP is feasible
         k = (lo + hi) // 2
         end = starts[k + 1] if k + 1 < len(starts) else float("inf")
-        t = _least_t_in(wan, model_bytes, opening, starts[k], end, partitions)
+        t = _least_t_in(wan, model_bytes, windows, profile, starts[k], end, partitions)
         if t is None:
             lo = k + 1
         else:
@@ -117,30 +134,63 @@ def t_win(wan, model_bytes, partitions="auto"):
     return best
 
 
-def _openings(wan):
-    """{link: alpha + beta}: the link's window is [alpha, T - beta]."""
-    opening = {}
+def _windows(wan):
+    """{link: (alpha, beta)}: the link's window is [alpha, T - beta]."""
+    windows = {}
     for (u, v), (_, delay) in wan.links.items():
         alpha = min(wan.dist[t].get(u, float("inf")) for t in wan.terminals)
         beta = delay + min(wan.dist[v].get(t, float("inf")) for t in wan.terminals)
-        opening[(u, v)] = alpha + beta
-    return opening
+        windows[(u, v)] = (alpha, beta)
+    return windows
 
 
-def _least_t_in(wan, model_bytes, opening, start, end, partitions):
-    """The least T in [start, end] at which one model fits the windows of
-    the links open by `start`, or None.  Time is scaled to M / fastest rate."""
-    unit = max(rate for rate, _ in wan.links.values())
+def _breaks(windows, profile):
+    """The T at which some link's volume stops being linear in T, sorted:
+    its window opens (alpha + beta), or its end passes a change of rate."""
+    out = set()
+    for link, (alpha, beta) in windows.items():
+        if alpha + beta == float("inf"):
+            continue
+        out.add(alpha + beta)
+        out.update(t + beta for t, _ in profile.get(link, ()) if t > alpha)
+    return sorted(out)
+
+
+def _rate_at(pieces, t):
+    return next((rate for start, rate in reversed(pieces) if start <= t), 0.0)
+
+
+def _carried(pieces, upto):
+    """Bytes a link whose rates are `pieces` carries from 0 to `upto`."""
+    total = 0.0
+    for k, (start, rate) in enumerate(pieces):
+        end = pieces[k + 1][0] if k + 1 < len(pieces) else float("inf")
+        if upto <= start:
+            break
+        total += rate * (min(upto, end) - start)
+    return total
+
+
+def _least_t_in(wan, model_bytes, windows, profile, start, end, partitions):
+    """The least T in [start, end] at which one model fits the volumes of
+    the links open by `start` (each linear in T there), or None.  Time is
+    scaled to M / fastest rate, loads to M."""
+    unit = max(rate for pieces in profile.values() for _, rate in pieces) or 1.0
     scale = unit / model_bytes
     lp = LP()
     tau = lp.var(cost=1.0, lo=start * scale, hi=None if end == float("inf") else end * scale)
     rate = lp.var(lo=1.0, hi=1.0)
-    is_open = lambda link: opening[link] <= start  # noqa: E731
+    is_open = lambda link: sum(windows[link]) <= start  # noqa: E731
     load_of, _, on_link = add_routing(lp, wan, overlay_arcs(wan.agents), usable=is_open)
     for link, cols in on_link.items():
         if is_open(link):
-            c = wan.links[link][0] / unit
-            lp.row([(f, 1.0) for f in cols] + [(tau, -c)], "<=", -c * opening[link] * scale)
+            alpha, beta = windows[link]
+            pieces = profile.get(link, [])
+            # V(T) = V(start) + slope (T - start) in this segment
+            volume = _carried(pieces, start - beta) - _carried(pieces, alpha)
+            slope = _rate_at(pieces, start - beta) / unit
+            lp.row([(f, 1.0) for f in cols] + [(tau, -slope)], "<=",
+                   volume / model_bytes - slope * start * scale)
     _add_counts(lp, wan, load_of, rate, partitions)
     res = lp.solve()
     return None if res.status == INFEASIBLE else res.x[tau] / scale

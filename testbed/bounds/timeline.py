@@ -1,5 +1,5 @@
 """The lower bound of each synchronization of a run, on the WAN as it was
-when that synchronization began.
+while that synchronization ran.
 
 On a WAN whose links change while the run goes (dynamics, the console,
 `testbed inject`), the bound of the links as first configured says little:
@@ -8,7 +8,13 @@ against the rate in force then.  The WAN at a moment is the configured one
 with every change in links.jsonl up to that moment applied (the changes
 carry the wall clock, as the agents' events do); a synchronization begins
 when its slowest worker's `iter` event says it did (its end less its sync
-time).  Bounds are cached by WAN state: most iterations share one.
+time) and ends with that event.  Where the WAN did not change in between,
+its bound is t_lb of the WAN then, cached by WAN state (most iterations
+share one).  Where it did (rates redrawn every 10 s change them twice in a
+synchronization of 20 s), the bound of the WAN at the start alone would
+hold a synchronization against rates it met only for a while: it is t_lb
+with each link's rates as they changed (`lower.t_lb`'s profile), every
+link at the least delay it had.
 
 A synchronization can be timed two ways.  A worker's `sync` runs from when
 it handed over its update; under BSP one that finished the previous
@@ -21,6 +27,7 @@ count, and the one to hold against the bound.
 
 import copy
 
+from agents.planning.wan import Wan
 from testbed.bounds.lower import t_lb
 from testbed.bounds.model import wan_of
 
@@ -53,10 +60,10 @@ def spent(e, from_last_start=False):
 
 
 def bounds_per_iteration(spec, changes, iters, model_bytes, from_last_start=False, cache=None):
-    """[(iteration, sync time, t_lb then)] per iteration: its slowest
-    worker's sync time (counted as `spent` says) and the bound on the WAN in
-    force when that sync began.  `cache` ({WAN state: t_lb}) can be shared
-    by calls on the same run and model, which then solve each state once."""
+    """[(iteration, sync time, t_lb)] per iteration: its slowest worker's
+    sync time (counted as `spent` says) and the bound on the WAN as it was
+    while that sync ran.  `cache` ({WAN state: t_lb}) can be shared by calls
+    on the same run and model, which then solve each state once."""
     slowest = {}
     for e in iters:
         took = spent(e, from_last_start)
@@ -67,10 +74,30 @@ def bounds_per_iteration(spec, changes, iters, model_bytes, from_last_start=Fals
     out = []
     for it, (took, e) in sorted(slowest.items()):
         began = e["wall"] - took
-        index = max(i for i, (t, _) in enumerate(states) if t <= began)
-        key = repr(states[index][1]["wan"])
+        first = max(i for i, (t, _) in enumerate(states) if t <= began)
+        spanned = [(max(t - began, 0.0), state) for t, state in states[first:] if t <= e["wall"]]
+        key = repr([(t, state["wan"]) for t, state in spanned])
         if key not in cache:
-            wan = wan_of(states[index][1])
-            cache[key] = t_lb(wan, model_bytes) if wan.reachable() else None
+            cache[key] = bound_while(spanned, model_bytes)
         out.append((it, took, cache[key]))
     return out
+
+
+def bound_while(spanned, model_bytes):
+    """t_lb of one synchronization over the WAN states it met: [(seconds
+    from its start, spec dict)], the first at 0; None where no state lets
+    every terminal reach every other."""
+    wans = [(t, wan_of(state)) for t, state in spanned]
+    if len(wans) == 1:
+        wan = wans[0][1]
+        return t_lb(wan, model_bytes) if wan.reachable() else None
+    links = {}
+    for _, wan in wans:
+        for link, (rate, delay) in wan.links.items():
+            most, least = links.get(link, (0.0, delay))
+            links[link] = (max(most, rate), min(least, delay))
+    union = Wan.of_numbers(links, wans[0][1].agents, wans[0][1].terminals)
+    if not union.reachable():
+        return None
+    profile = {link: [(t, wan.links.get(link, (0.0, 0.0))[0]) for t, wan in wans] for link in links}
+    return t_lb(union, model_bytes, profile=profile)

@@ -1,5 +1,5 @@
-"""Each synchronization is held against the bound of the WAN in force when
-it began, not the WAN as first configured."""
+"""Each synchronization is held against the bound of the WAN as it was while
+it ran, not the WAN as first configured."""
 
 import pytest
 
@@ -15,17 +15,25 @@ def two_dcs(rate=8e6 * 1514 / 1448):
             "wan": [{"a": "a", "b": "b", "ab": dict(direction), "ba": dict(direction)}]}
 
 
-def test_each_iteration_meets_the_bound_of_the_links_when_it_began():
+def test_each_iteration_meets_the_bound_of_the_links_while_it_ran():
     spec = two_dcs()
     # At wall 100 a->b drops to a quarter.
     changes = [{"wall": 100.0, "src": "a", "dst": "b", "rate": 2e6 * 1514 / 1448}]
     iters = [{"it": 0, "wall": 50.0, "sync": 2.0}, {"it": 0, "wall": 51.0, "sync": 3.0},
-             {"it": 1, "wall": 104.0, "sync": 5.0},       # began at 99: still the old rate
-             {"it": 2, "wall": 110.0, "sync": 6.0}]       # began at 104: the new one
+             {"it": 1, "wall": 104.0, "sync": 4.5},       # began at 99.5: the drop 0.5 s in
+             {"it": 2, "wall": 110.0, "sync": 6.0}]       # began at 104: the new rate
     out = bounds_per_iteration(spec, changes, iters, M)
-    # Two DCs: each sends its model to the other, 1 s at 1 MB/s, 4 s at 0.25 MB/s.
-    assert [(it, s) for it, s, _ in out] == [(0, 3.0), (1, 5.0), (2, 6.0)]
-    assert [b for _, _, b in out] == [pytest.approx(1.0), pytest.approx(1.0), pytest.approx(4.0)]
+    # Two DCs: each sends its model to the other, 1 s at 1 MB/s, 4 s at 0.25 MB/s;
+    # from 99.5, 0.5 MB by the drop and the other 0.5 MB at 0.25 MB/s: 2.5 s.
+    assert [(it, s) for it, s, _ in out] == [(0, 3.0), (1, 4.5), (2, 6.0)]
+    assert [b for _, _, b in out] == [pytest.approx(1.0), pytest.approx(2.5), pytest.approx(4.0)]
+
+
+def test_a_change_after_a_synchronization_ended_does_not_touch_its_bound():
+    spec = two_dcs()
+    changes = [{"wall": 100.0, "src": "a", "dst": "b", "rate": 2e6 * 1514 / 1448}]
+    assert bounds_per_iteration(spec, changes, [{"it": 3, "wall": 99.9, "sync": 0.5}], M) == \
+        [(3, 0.5, pytest.approx(1.0))]
 
 
 def test_the_states_start_as_configured_and_leave_the_spec_untouched():
@@ -56,4 +64,6 @@ def test_both_counts_can_share_one_cache_of_bounds():
               for last in (True, False)]
     assert shared == [bounds_per_iteration(spec, changes, iters, M, from_last_start=last)
                       for last in (True, False)]
-    assert len(cache) == 2          # the WAN before the change and after it, each solved once
+    # Iteration 1 pushed to pulled spans the change (from 97); counted from its last
+    # start (101) it met the WAN after the change alone, as iteration 2 did: two bounds.
+    assert len(cache) == 2
