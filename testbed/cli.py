@@ -254,6 +254,14 @@ def search_table(summary, title):
     return table
 
 
+def _bounds_as_run_line(summary):
+    if summary.get("sync_t_lb_as_run") is not None:
+        return (f"{_fmt(summary.get('sync_over_t_lb_as_run'), 'frac')} x t_lb of the links as they were "
+                f"while each synchronization ran (median {_fmt(summary['sync_t_lb_as_run'], 'ms')}), "
+                f"{_fmt(summary.get('sync_from_last_start_over_t_lb_as_run'), 'frac')} x from the last start")
+    return "the links stayed as configured" if not summary.get("link_changes") else "-"
+
+
 def summary_table(summary, title):
     if "search" in summary:
         return search_table(summary, title)
@@ -276,12 +284,14 @@ def summary_table(summary, title):
                           f"{_fmt(summary['sync_over_bound'], 'frac')} x the WAN's lower bound "
                           f"{_fmt(summary['sync_bound'], 'ms')}"),
             ("sync bounds", f"{_fmt(summary.get('sync_over_t_lb'), 'frac')} x the partial-sum lower "
-                            f"bound t_lb {_fmt(summary.get('sync_t_lb'), 'ms')}; the best tree "
+                            f"bound t_lb {_fmt(summary.get('sync_t_lb'), 'ms')} of the links as "
+                            f"configured; the best tree "
                             f"packing t_opt takes {_fmt(summary.get('sync_t_opt'), 'ms')}"),
             ("sync from the last start", f"{_fmt(summary.get('sync_from_last_start'), 'ms')} per "
                                          f"iteration from when the last worker began, "
                                          f"{_fmt(summary.get('sync_from_last_start_over_t_lb'), 'frac')}"
                                          f" x t_lb"),
+            ("sync bounds while it ran", _bounds_as_run_line(summary)),
             ("final accuracy", _fmt(summary["final_accuracy"], "frac")),
             ("final test loss", _fmt(summary["final_loss"], "frac")),
             ("time to target", f"{_fmt(summary['time_to_target'], 's')} (target "

@@ -9,7 +9,7 @@ import statistics
 from agents.events import read_events
 from testbed import bounds, cpu, overlay_plot, search_report
 from testbed.bound import sync_lower_bound
-from testbed.bounds.timeline import spent
+from testbed.bounds.timeline import bounds_per_iteration, spent
 from testbed.runfolder import RunFolder
 
 
@@ -171,6 +171,33 @@ def wan_bounds(folder, spec, model_bytes):
     return t_lb, t_opt
 
 
+def bounds_as_run(folder, spec, changes, iters, model_bytes):
+    """For a run whose links changed while it ran (links.jsonl): the
+    medians, over the iterations `sync_time` counts, of t_lb on the links
+    as they were while each synchronization ran, pushed to pulled
+    (testbed/bounds/timeline), and of each synchronization over the bound
+    of its links, pushed to pulled and from the last start: (t_lb,
+    sync / t_lb, from the last start / t_lb).  The bound
+    of the links as configured says little of a run whose links moved.
+    Kept in bounds_as_run.json; (None, None, None) for a run whose links
+    stayed as configured."""
+    if not changes or not iters or not model_bytes or not spec.get("wan"):
+        return None, None, None
+    key = {"model_bytes": model_bytes, "iters": len(iters), "changes": len(changes)}
+    cached = folder.read_json("bounds_as_run.json", {})
+    if cached.get("key") == key:
+        return tuple(cached["values"])
+    cache, counts = {}, []
+    for from_last_start in (False, True):
+        rows = bounds_per_iteration(spec, changes, iters, model_bytes, from_last_start, cache)
+        steady = [(s, b) for it, s, b in rows if it > 0 and b] or [(s, b) for _, s, b in rows if b]
+        counts.append(steady)
+    values = (statistics.median(b for _, b in counts[0]) if counts[0] else None,
+              *(statistics.median(s / b for s, b in steady) if steady else None for steady in counts))
+    folder.write_json("bounds_as_run.json", {"key": key, "values": values})
+    return values
+
+
 def sync_time(iters, from_last_start=False):
     """The median time of one synchronization: per iteration the slowest
     worker's push-to-pull time (under BSP they all wait for it), the first
@@ -241,6 +268,7 @@ def summarize(folder):
     bound, cut = sync_lower_bound(spec, model_bytes) if model_bytes and spec.get("wan") else (None, ())
     t_lb, t_opt = wan_bounds(folder, spec, model_bytes) if model_bytes and spec.get("wan") \
         else (None, None)
+    t_lb_as_run, over_as_run, last_start_as_run = bounds_as_run(folder, spec, changes, iters, model_bytes)
     target = exp.get("target_accuracy") or 0
     reached = next((e for e in evals if target and e["accuracy"] >= target), None)
     summary = {
@@ -267,6 +295,9 @@ def summarize(folder):
         "sync_from_last_start": sync_from_last_start,
         "sync_from_last_start_over_t_lb": (sync_from_last_start / t_lb)
         if sync_from_last_start and t_lb else None,
+        "sync_t_lb_as_run": t_lb_as_run,
+        "sync_over_t_lb_as_run": over_as_run,
+        "sync_from_last_start_over_t_lb_as_run": last_start_as_run,
         "final_accuracy": evals[-1]["accuracy"] if evals else None,
         "final_loss": evals[-1]["loss"] if evals else None,
         "target_accuracy": target or None,

@@ -18,7 +18,8 @@ from testbed.sweep import RecipeError, load_recipe, run_locally, run_sweep
 RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
 ROW_METRICS = ("status", "iterations", "wall_time", "iteration_time", "sync_time", "sync_bound",
                "sync_over_bound", "sync_t_lb", "sync_t_opt", "sync_over_t_lb", "sync_from_last_start",
-               "sync_from_last_start_over_t_lb", "final_accuracy",
+               "sync_from_last_start_over_t_lb", "sync_t_lb_as_run", "sync_over_t_lb_as_run",
+               "sync_from_last_start_over_t_lb_as_run", "final_accuracy",
                "time_to_target", "target_accuracy", "model_bytes")
 
 

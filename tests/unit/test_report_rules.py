@@ -88,7 +88,8 @@ def test_compare_shows_whole_run_names_in_a_narrow_terminal(tmp_path):
         assert n in text
 
 
-def test_a_summary_puts_the_sync_time_next_to_t_lb_and_t_opt(tmp_path):
+def one_mb_run_folder(tmp_path):
+    """The hand-built run with no delay on its link and a model of 1 MB."""
     folder = run_folder(str(tmp_path), "20261130-093012-quickstart")
     spec = json.loads(json.dumps(SPEC))
     for direction in ("ab", "ba"):
@@ -97,6 +98,11 @@ def test_a_summary_puts_the_sync_time_next_to_t_lb_and_t_opt(tmp_path):
     with open(folder.agent_file("tokyo-w0", "jsonl"), "a") as f:
         f.write(json.dumps({"agent": "tokyo-w0", "ev": "start", "role": "worker", "t": 0.0,
                             "wall": WALL0, "params": 250_000}) + "\n")
+    return folder
+
+
+def test_a_summary_puts_the_sync_time_next_to_t_lb_and_t_opt(tmp_path):
+    folder = one_mb_run_folder(tmp_path)
     summary = report.summarize(folder)
     # Two DCs with workers on one 50 Mbit/s link each way, no delay: each must
     # get the other's 1 MB, at 50e6 * GOODPUT_SHARE / 8 bytes/s, and the
@@ -109,6 +115,37 @@ def test_a_summary_puts_the_sync_time_next_to_t_lb_and_t_opt(tmp_path):
     assert summary["sync_from_last_start_over_t_lb"] == pytest.approx(0.5 / alone)
     # Kept for the next report of the same run.
     assert folder.read_json("bounds.json")["t_lb"] == summary["sync_t_lb"]
+
+
+def test_a_run_whose_link_changed_is_also_held_to_the_links_while_each_sync_ran(tmp_path):
+    folder = one_mb_run_folder(tmp_path)
+    # virginia -> tokyo falls to a tenth at 10.45 s.  Iteration i syncs over
+    # [0.4 + i, 1 + i] pushed to pulled, [0.5 + i, 1 + i] from its last start.
+    write_lines(folder.links, [{"t": 10.45, "wall": WALL0 + 10.45, "src": "virginia", "dst": "tokyo",
+                                "rate": 5e6, "source": "dynamics"}])
+    summary = report.summarize(folder)
+    rate = 50e6 * GOODPUT_SHARE / 8
+    alone = 1e6 / rate
+    assert summary["sync_t_lb"] == pytest.approx(alone, rel=1e-6)         # as configured
+    # Iterations 1-9 before the fall (alone), 11-19 after it (10 alone), and 10
+    # pushed to pulled across it: 0.05 s at the old rate, the rest at a tenth.
+    across = 0.05 + (1e6 - 0.05 * rate) / (rate / 10)
+    assert summary["sync_t_lb_as_run"] == pytest.approx(across, rel=1e-6)
+    assert summary["sync_over_t_lb_as_run"] == pytest.approx(0.6 / across, rel=1e-6)
+    # From the last start iteration 10 began after the fall: ten of 19 at 10 alone.
+    assert summary["sync_from_last_start_over_t_lb_as_run"] == pytest.approx(0.5 / (10 * alone), rel=1e-6)
+    console = Console(width=300, record=True)
+    console.print(cli.summary_table(summary, "run"))
+    assert "x t_lb of the links as they were while each synchronization ran" in console.export_text()
+    assert folder.read_json("bounds_as_run.json")["values"][0] == summary["sync_t_lb_as_run"]
+
+
+def test_a_run_whose_links_stayed_as_configured_has_no_bounds_as_run(tmp_path):
+    summary = report.summarize(run_folder(str(tmp_path), "20261130-093012-quickstart"))
+    assert summary["sync_t_lb_as_run"] is None and summary["sync_over_t_lb_as_run"] is None
+    console = Console(width=300, record=True)
+    console.print(cli.summary_table(summary, "run"))
+    assert "the links stayed as configured" in console.export_text()
 
 
 def test_the_sync_time_from_the_last_start_leaves_out_the_wait_for_the_last_worker():
