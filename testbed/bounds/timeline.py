@@ -59,23 +59,28 @@ def spent(e, from_last_start=False):
     return e["sync"] - (e.get("wait") or 0.0) if from_last_start else e["sync"]
 
 
+def slowest_syncs(iters, from_last_start=False):
+    """{iteration: (sync time, wall time it began)} of each iteration's
+    slowest worker, counted as `spent` says."""
+    slowest = {}
+    for e in iters:
+        took = spent(e, from_last_start)
+        if e["it"] not in slowest or took > slowest[e["it"]][0]:
+            slowest[e["it"]] = (took, e["wall"] - took)
+    return slowest
+
+
 def bounds_per_iteration(spec, changes, iters, model_bytes, from_last_start=False, cache=None):
     """[(iteration, sync time, t_lb)] per iteration: its slowest worker's
     sync time (counted as `spent` says) and the bound on the WAN as it was
     while that sync ran.  `cache` ({WAN state: t_lb}) can be shared by calls
     on the same run and model, which then solve each state once."""
-    slowest = {}
-    for e in iters:
-        took = spent(e, from_last_start)
-        if e["it"] not in slowest or took > slowest[e["it"]][0]:
-            slowest[e["it"]] = (took, e)
     states = wan_states(spec, changes)
     cache = {} if cache is None else cache
     out = []
-    for it, (took, e) in sorted(slowest.items()):
-        began = e["wall"] - took
+    for it, (took, began) in sorted(slowest_syncs(iters, from_last_start).items()):
         first = max(i for i, (t, _) in enumerate(states) if t <= began)
-        spanned = [(max(t - began, 0.0), state) for t, state in states[first:] if t <= e["wall"]]
+        spanned = [(max(t - began, 0.0), state) for t, state in states[first:] if t <= began + took]
         key = repr([(t, state["wan"]) for t, state in spanned])
         if key not in cache:
             cache[key] = bound_while(spanned, model_bytes)

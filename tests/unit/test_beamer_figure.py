@@ -2,13 +2,13 @@
 seeds and CDFs on hand-made numbers; draw() with and without testbed runs."""
 
 import csv
-import importlib.util
 import json
 import os
 
 import pytest
 
-PLOT = os.path.join(os.path.dirname(__file__), "..", "..", "results", "beamer-figure", "plot.py")
+from tests.recipe_plot import load_plot
+
 # A search small enough to simulate in well under a second: 2 searches x 4 configs.
 SMALL = {"tasks": 2, "configs": 4, "eta": 2, "iterations": 1, "workers": 2, "machines": 6,
          "scale": 0.008, "compute": (0.5, 2.0)}
@@ -16,10 +16,7 @@ SMALL = {"tasks": 2, "configs": 4, "eta": 2, "iterations": 1, "workers": 2, "mac
 
 @pytest.fixture(scope="module")
 def plot():
-    spec = importlib.util.spec_from_file_location("recipe_beamer_figure", PLOT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_plot("beamer-figure")
 
 
 def row(source, seed, policy, avg_sct, lower_bound=None):
