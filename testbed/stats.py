@@ -41,19 +41,25 @@ def ratio(a, b):
     return a / b if a is not None and b else None
 
 
-BOUND_COLUMNS = ("bound_s", "median_over_bound", "t_lb_s", "t_opt_s", "median_over_t_lb")
+BOUND_COLUMNS = ("bound_s", "median_over_bound", "t_lb_s", "t_opt_s", "median_over_t_lb",
+                 "t_lb_as_run_s", "median_over_t_lb_as_run")
 
 
 def bounds_against(runs, sync_median):
     """BOUND_COLUMNS for a setting's completed runs (sweep rows): the median
     over them of the cut bound, t_lb and t_opt their summaries carry (the
     same in every run of a setting, drawn from the links as configured),
-    and `sync_median` over the cut bound and over t_lb."""
+    and `sync_median` over the cut bound and over t_lb; for runs whose
+    links changed, the medians over them of t_lb on the links as they were
+    while each synchronization ran and of each run's sync over it (its own
+    median of each iteration against its links; report.bounds_as_run)."""
     def median(key):
         return describe([r.get(key) for r in runs])["median"]
     cut, t_lb = median("sync_bound"), median("sync_t_lb")
     return {"bound_s": cut, "median_over_bound": ratio(sync_median, cut), "t_lb_s": t_lb,
-            "t_opt_s": median("sync_t_opt"), "median_over_t_lb": ratio(sync_median, t_lb)}
+            "t_opt_s": median("sync_t_opt"), "median_over_t_lb": ratio(sync_median, t_lb),
+            "t_lb_as_run_s": median("sync_t_lb_as_run"),
+            "median_over_t_lb_as_run": median("sync_over_t_lb_as_run")}
 
 
 def write_table(rows, path, columns):

@@ -31,5 +31,16 @@ def test_a_settings_bounds_are_the_medians_over_its_runs_and_the_sync_over_each(
     got = bounds_against(runs, 4.528)
     assert tuple(got) == BOUND_COLUMNS
     assert got == pytest.approx({"bound_s": 1.733, "median_over_bound": 4.528 / 1.733, "t_lb_s": 2.264,
-                                 "t_opt_s": 2.351, "median_over_t_lb": 2.0})
+                                 "t_opt_s": 2.351, "median_over_t_lb": 2.0, "t_lb_as_run_s": None,
+                                 "median_over_t_lb_as_run": None})
     assert bounds_against([], None) == dict.fromkeys(BOUND_COLUMNS)
+
+
+def test_runs_whose_links_changed_bring_the_medians_of_their_own_bounds_as_run():
+    runs = [{"sync_t_lb": 1.0, "sync_t_lb_as_run": 2.0, "sync_over_t_lb_as_run": 1.5},
+            {"sync_t_lb": 1.0, "sync_t_lb_as_run": 4.0, "sync_over_t_lb_as_run": 2.5},
+            {"sync_t_lb": 1.0, "sync_t_lb_as_run": 3.0, "sync_over_t_lb_as_run": 1.75}]
+    got = bounds_against(runs, 6.0)
+    assert got["median_over_t_lb"] == pytest.approx(6.0)         # against the links as configured
+    assert got["t_lb_as_run_s"] == pytest.approx(3.0)
+    assert got["median_over_t_lb_as_run"] == pytest.approx(1.75)
