@@ -177,10 +177,10 @@ def bounds_as_run(folder, spec, changes, iters, model_bytes):
     as they were while each synchronization ran, pushed to pulled
     (testbed/bounds/timeline), and of each synchronization over the bound
     of its links, pushed to pulled and from the last start: (t_lb,
-    sync / t_lb, from the last start / t_lb).  The bound
-    of the links as configured says little of a run whose links moved.
-    Kept in bounds_as_run.json; (None, None, None) for a run whose links
-    stayed as configured."""
+    sync / t_lb, from the last start / t_lb).  The bound of the links as
+    configured says little of a run whose links moved.  Kept in
+    bounds_as_run.json; (None, None, None) for a run whose links stayed as
+    configured."""
     if not changes or not iters or not model_bytes or not spec.get("wan"):
         return None, None, None
     key = {"model_bytes": model_bytes, "iters": len(iters), "changes": len(changes)}

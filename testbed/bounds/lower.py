@@ -186,9 +186,11 @@ def _least_t_in(wan, model_bytes, windows, profile, start, end, partitions):
         if is_open(link):
             alpha, beta = windows[link]
             pieces = profile.get(link, [])
-            # V(T) = V(start) + slope (T - start) in this segment
+            # V(T) = V(start) + slope (T - start) in this segment; the slope is
+            # read inside it, since start - beta may round to just before a change.
             volume = _carried(pieces, start - beta) - _carried(pieces, alpha)
-            slope = _rate_at(pieces, start - beta) / unit
+            inside = (start + end) / 2 if end != float("inf") else start + 1.0
+            slope = _rate_at(pieces, inside - beta) / unit
             lp.row([(f, 1.0) for f in cols] + [(tau, -slope)], "<=",
                    volume / model_bytes - slope * start * scale)
     _add_counts(lp, wan, load_of, rate, partitions)

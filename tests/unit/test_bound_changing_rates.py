@@ -59,3 +59,11 @@ def test_a_slowdown_lies_between_the_wans_before_and_after_and_after_the_bound_c
     midway = t_lb(before, M, profile=slowed(first / 2))
     assert first * (1 - 1e-7) <= midway <= last * (1 + 1e-7)
     assert t_lb(before, M, profile=slowed(first)) == pytest.approx(first, rel=1e-7)
+
+
+def test_a_change_just_after_the_start_takes_its_rate_whatever_the_rounding():
+    # 0.02 s one way, the fall at 0.01 s: the break is at 0.01 + 0.02 s, which
+    # less 0.02 s falls a hair short of 0.01 in floating point.  The window of
+    # a->b ends at T - 0.02: 0.01 M + 0.25 M/s x (T - 0.03) = M at T = 3.99 s.
+    profile = {("a", "b"): [(0.0, C), (0.01, C / 4)], ("b", "a"): [(0.0, C)]}
+    assert t_lb(two_dcs(delay=0.02), M, profile=profile) == pytest.approx(3.99)
