@@ -101,7 +101,7 @@ def wan_frames(net):
                                                  for d in devs]).split())
 
 
-def iperf3(net, src, dst, seconds=5.0, omit=1.0, interval=1.0, port=5201):
+def iperf3(net, src, dst, seconds=5.0, omit=1.0, interval=1.0, port=5201, started=None):
     """TCP goodput from src to dst, with iperf3 generating the flow.
 
     The goodput is the growth of TCP's acknowledged-bytes count at the
@@ -109,12 +109,16 @@ def iperf3(net, src, dst, seconds=5.0, omit=1.0, interval=1.0, port=5201):
     what the receiver's kernel took in, free of the swings of when the
     receiving application reads its socket.  The client runs on dst in
     reverse mode (-R), so the per-interval numbers are bytes read by the
-    receiver.  Returns (goodput bit/s, [bit/s per interval])."""
+    receiver.  `started`, if given, is called once the client is launched,
+    so a change can be timed from the flow's start rather than from a
+    server's start-up.  Returns (goodput bit/s, [bit/s per interval])."""
     server = start_iperf_server(net, src, port)
     client = net.node(dst).popen(
         ["iperf3", "-c", net.ip(src), "-p", str(port), "-J", "-R", "-t", str(seconds),
          "-O", str(omit), "-i", str(interval)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
+        if started is not None:
+            started()
         time.sleep(omit)
         t0, b0 = time.monotonic(), acked_bytes(net, src, port)
         time.sleep(max(0.5, seconds - 0.2))
