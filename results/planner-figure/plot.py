@@ -89,18 +89,22 @@ def plan_times(run, spec_doc, changes, model_bytes):
     if not decisions:
         return None, None
     last = decisions[-1]
-    share, rate, extra = plan_shares(last, run, model_bytes)
+    share, rate, extra = plan_shares(last, topology_paths(run), model_bytes)
     state = [s for t, s in wan_states(spec_doc, changes) if t <= last["wall"]][-1]
     capacity = {link: c for link, (c, _) in wan_of(state).links.items()}
     true_time = max(model_bytes * s / capacity[link] for link, s in share.items())
     return model_bytes / rate + extra, true_time + extra
 
 
-def plan_shares(decision, run, model_bytes):
+def topology_paths(run):
+    """The routers' path between every two DCs of a run's topology."""
+    return router_paths(specmod.load(os.path.join(run, "topo.yaml")))
+
+
+def plan_shares(decision, paths, model_bytes):
     """({link: share of the model it carries}, payload bytes/s, what the
     plan adds to M / R: its latency, or its slices' fills) of one of the
-    coordinator's decisions, its connections over the routers' paths."""
-    paths = router_paths(specmod.load(os.path.join(run, "topo.yaml")))
+    coordinator's decisions, its connections over the routers' `paths`."""
     rate = decision["rate"] / 8
     extra = decision["finish"] - model_bytes / rate if decision.get("finish") else decision["latency"]
     share = {}
@@ -123,15 +127,16 @@ def plan_times_as_run(run, spec_doc, changes, iters, model_bytes):
     boundaries costs."""
     releases = [e for e in read_events(os.path.join(run, "agents", coordinator(run)))
                 if e["ev"] == "decision" and e.get("decision") == "release" and "loads" in e]
-    states = wan_states(spec_doc, changes)
+    states = [(t, wan_of(state).links) for t, state in wan_states(spec_doc, changes)]
+    paths = topology_paths(run)
     out = {}
     for it, (took, began) in slowest_syncs(iters, from_last_start=True).items():
         released = [e for e in releases if e["it"] <= it]
         if not released:
             continue
-        share, rate, extra = plan_shares(released[-1], run, model_bytes)
+        share, rate, extra = plan_shares(released[-1], paths, model_bytes)
         first = max(i for i, (t, _) in enumerate(states) if t <= began)
-        rates = [(max(t - began, 0.0), wan_of(state).links) for t, state in states[first:]]
+        rates = [(max(t - began, 0.0), links) for t, links in states[first:]]
         done = max(time_to_carry([(t, links.get(link, (0.0, 0.0))[0]) for t, links in rates],
                                  model_bytes * s) for link, s in share.items())
         out[it] = (model_bytes / rate + extra, done + extra)
