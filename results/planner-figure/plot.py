@@ -31,7 +31,7 @@ from agents.events import read_events
 from testbed import report
 from testbed import spec as specmod
 from testbed.bounds import wan_of
-from testbed.bounds.timeline import bounds_per_iteration, slowest_syncs, wan_states
+from testbed.bounds.timeline import bounds_per_iteration, slowest_syncs, time_to_carry, wan_states
 from testbed.runfolder import RunFolder
 from testbed.runner import router_paths
 from testbed.stats import write_table
@@ -141,18 +141,6 @@ def plan_times_as_run(run, spec_doc, changes, iters, model_bytes):
                                  model_bytes * s) for link, s in share.items())
         out[it] = (model_bytes / rate + extra, done + extra)
     return out
-
-
-def time_to_carry(pieces, nbytes):
-    """Seconds a link whose rate is `pieces` ([(from, bytes/s)], the first
-    from 0) takes to carry nbytes (inf if it never does)."""
-    carried = 0.0
-    for k, (start, rate) in enumerate(pieces):
-        end = pieces[k + 1][0] if k + 1 < len(pieces) else float("inf")
-        if rate > 0 and carried + rate * (end - start) >= nbytes:
-            return start + (nbytes - carried) / rate
-        carried += rate * (end - start)
-    return float("inf")
 
 
 def plan_gap_as_run(plans, steady):

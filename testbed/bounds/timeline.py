@@ -106,3 +106,15 @@ def bound_while(spanned, model_bytes):
         return None
     profile = {link: [(t, wan.links.get(link, (0.0, 0.0))[0]) for t, wan in wans] for link in links}
     return t_lb(union, model_bytes, profile=profile)
+
+
+def time_to_carry(pieces, nbytes):
+    """Seconds a link whose rate is `pieces` ([(from, bytes/s)], the first
+    from 0) takes to carry nbytes (inf if it never does)."""
+    carried = 0.0
+    for k, (start, rate) in enumerate(pieces):
+        end = pieces[k + 1][0] if k + 1 < len(pieces) else float("inf")
+        if rate > 0 and carried + rate * (end - start) >= nbytes:
+            return start + (nbytes - carried) / rate
+        carried += rate * (end - start)
+    return float("inf")

@@ -3,7 +3,7 @@ it ran, not the WAN as first configured."""
 
 import pytest
 
-from testbed.bounds.timeline import bounds_per_iteration, wan_states
+from testbed.bounds.timeline import bounds_per_iteration, time_to_carry, wan_states
 
 M = 1_000_000
 
@@ -67,3 +67,12 @@ def test_both_counts_can_share_one_cache_of_bounds():
     # Iteration 1 pushed to pulled spans the change (from 97); counted from its last
     # start (101) it met the WAN after the change alone, as iteration 2 did: two bounds.
     assert len(cache) == 2
+
+
+def test_a_link_carries_its_bytes_at_the_rates_it_had():
+    # 1 MB/s for 0.5 s, then a quarter: 1 MB is done at 0.5 + 0.5 / 0.25 = 2.5 s.
+    assert time_to_carry([(0.0, 1e6), (0.5, 0.25e6)], 1e6) == pytest.approx(2.5)
+    assert time_to_carry([(0.0, 1e6), (0.5, 0.25e6)], 0.4e6) == pytest.approx(0.4)
+    # Down for a second, then 1 MB/s.
+    assert time_to_carry([(0.0, 0.0), (1.0, 1e6)], 1e6) == pytest.approx(2.0)
+    assert time_to_carry([(0.0, 1e6), (0.5, 0.0)], 1e6) == float("inf")

@@ -22,15 +22,6 @@ def plot():
     return load_plot("planner-figure")
 
 
-def test_a_link_carries_its_bytes_at_the_rates_it_had(plot):
-    # 1 MB/s for 0.5 s, then a quarter: 1 MB is done at 0.5 + 0.5 / 0.25 = 2.5 s.
-    assert plot.time_to_carry([(0.0, 1e6), (0.5, 0.25e6)], 1e6) == pytest.approx(2.5)
-    assert plot.time_to_carry([(0.0, 1e6), (0.5, 0.25e6)], 0.4e6) == pytest.approx(0.4)
-    # Down for a second, then 1 MB/s.
-    assert plot.time_to_carry([(0.0, 0.0), (1.0, 1e6)], 1e6) == pytest.approx(2.0)
-    assert plot.time_to_carry([(0.0, 1e6), (0.5, 0.0)], 1e6) == float("inf")
-
-
 def test_the_gap_of_a_changing_wan_is_the_median_of_each_iterations_own_ratios(plot):
     plans = {1: (1.0, 2.0), 2: (1.0, 4.0), 3: (2.0, 3.0)}
     steady = [(1, 3.0, 1.0), (2, 5.0, 2.0), (3, 6.0, 3.0), (4, 9.0, 1.0)]   # no plan known for 4
