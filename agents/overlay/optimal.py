@@ -115,6 +115,25 @@ runs.  Where the text is silent (the planner's own rule) we choose this;
 `hold_iterations: 0` turns it off.  `results/planner-figure/README.md`
 measures it on NetStorm's 9-DC WAN redrawn every 10 s.
 
+On a volatile WAN a plan's shares are wrong for part of every
+synchronization whatever rates it is made on: a plan holds its shape
+until the next boundary, and the links are redrawn under it
+(`benchmarks/volatile_plans.py`: on NetStorm's WAN redrawn every 10 s,
+plans on the rates now, their recent highest or mean take 2.0-2.4x t_lb
+of the links as they were, a plan knowing each link's mean over its own
+synchronization 1.56x).  So with `multipath: 1` a volatile plan also
+carries auxiliary paths, and a DC's server sends a segment over one when
+the connection it is planned on is backed up: NetStorm's rule
+(`netstorm_node.route`: more than 2 `queue_limit` segments queued to the
+primary next hop, fewer than `queue_limit` to the detour's first), the
+same paths (`netstorm.routes_between`, on the estimates, through DCs whose
+servers relay), of at most `detour_hops` connections.  Where the text is
+silent (its plans are fixed), we borrow this from NetStorm; a steady WAN's
+plan carries no detours.  It is off by default: on the 10 s WAN, three
+runs with it took 2.58-2.87x t_lb as the links were (about 900 segments
+detoured in each), two without it 2.75x and 2.78x, in one session
+(`results/planner-figure/README.md`): no gain beyond the runs' spread.
+
 `trace_pieces: 1` has every node log when each piece's segments arrived
 from each peer, per iteration (`agents/dataplane/driver.py`): where a
 slice waited on its way through the trees.
@@ -134,14 +153,16 @@ OPTIONS = {"keep": 2, "trade_rate": 1, "pipeline": 4, "min_segment": 4096, "fill
            "pace": 1, "pace_share": 1.0, "check_period": 2.0, "update_change": 0.25, "estimate_memory": 8.0,
            "rtt_memory": 60.0, "settle_readings": 3,
            "replan": 1, "hold_iterations": 2.0, "volatile_memory": 60.0, "volatile_pace": 0,
-           "trace_pieces": 0, "kernel_pace": 0.0, "overheads": 0}
+           "trace_pieces": 0, "kernel_pace": 0.0, "overheads": 0,
+           "multipath": 0, "queue_limit": 1, "detour_hops": 2}
 RANGES = {"keep": (1, 64), "trade_rate": (0, 1), "pipeline": (1, 1024), "min_segment": (1, 10**9),
           "fill_aware": (0.0, 1.0),
           "pace": (0, 1), "pace_share": (0.1, 10.0), "check_period": (0.1, 3600.0),
           "update_change": (0.0, 10.0), "estimate_memory": (0.0, 3600.0),
           "rtt_memory": (0.0, 3600.0), "settle_readings": (0, 3), "replan": (0, 1),
           "hold_iterations": (0.0, 1000.0), "volatile_memory": (0.0, 3600.0), "volatile_pace": (0, 1),
-          "trace_pieces": (0, 1), "kernel_pace": (0.0, 4.0), "overheads": (0, 1)}
+          "trace_pieces": (0, 1), "kernel_pace": (0.0, 4.0), "overheads": (0, 1),
+          "multipath": (0, 1), "queue_limit": (1, 10**4), "detour_hops": (2, 64)}
 
 servers_by_dc = ns.servers_by_dc
 overlay_dcs = ns.overlay_dcs
@@ -395,6 +416,26 @@ def plan_of(policy, layout):
                             {k: sorted(v) for k, v in sorted(children.items())}))
         start += n
     return Plan(layout.size, tuple(layout.worker_names), tuple(pieces)).validate()
+
+
+def detour_routes(policy, speeds, order, layout):
+    """{"a>b": [[a, b], auxiliary path, ...]} for every connection a -> b of
+    `policy`: the connection itself first, then NetStorm's auxiliary paths
+    between a and b over the WAN's links among the DCs in `order` (those
+    with a server to relay), at their estimated `speeds`, each of at most
+    `detour_hops` connections and none through a DC the routers' own path
+    crosses (a relay there would put the bytes back on the same links)."""
+    among = {link: v for link, v in speeds.items() if link[0] in order and link[1] in order and v > 0}
+    adjacent = ns.neighbours(among, order)
+    most = option(layout, "detour_hops")
+    out = {}
+    for key in policy["loads"]:
+        a, b = key.split(">")
+        crossed = set(layout.routes.get(key, [a, b])[1:-1])
+        aux = [list(p) for p in ns.routes_between(adjacent, among, a, b)
+               if 2 < len(p) <= most + 1 and not set(p[1:-1]) & crossed]
+        out[key] = [[a, b]] + aux
+    return out
 
 
 def usable_share(layout):

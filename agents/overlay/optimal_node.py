@@ -1,20 +1,23 @@
 """The planner's executor side: NetStorm's versioned release protocol
 (`netstorm_node`) running the planner's trees, without NetStorm's
-sampling or backlog detours, and pacing each connection of this DC's
-server at its planned load from the iteration a plan is released for."""
+sampling, pacing each connection of this DC's server at its planned load
+from the iteration a plan is released for, and taking NetStorm's backlog
+detours only under a plan that carries them (a volatile WAN's, `optimal`):
+a steady plan holds every connection to its planned path."""
 
 from agents.overlay import netstorm_node, optimal
 
 
 class Node(netstorm_node.Node):
     scheme = optimal
-    route = None                  # no detours: every connection is held to its planned path
 
     def __init__(self, name, layout, segment, fold, coordinator):
         super().__init__(name, layout, segment, fold, coordinator)
         self.rates = None
         self.kernel_pace = optimal.option(layout, "kernel_pace")
         self.weights = {}         # version -> [planned rate of each piece]
+        if not self.opt["multipath"]:
+            self.route = None     # every connection held to its planned path, at no cost per message
 
     def segment(self, policy):
         return optimal.segment_of(policy, self.layout)
@@ -34,6 +37,13 @@ class Node(netstorm_node.Node):
         out = super()._released(header)
         self.weights = {v: w for v, w in self.weights.items() if v in self.trees}
         return out
+
+    def route(self, dst, header, queue_length):
+        """NetStorm's detour rule, under a plan that carries detours."""
+        v = self.version_of.get(header.get("it"))
+        if v is None or "routes" not in self.policies.get(v, {}):
+            return dst, header
+        return super().route(dst, header, queue_length)
 
     def flow_of(self, header):
         """(flow, weight) of a message: each slice's reduce tree and its

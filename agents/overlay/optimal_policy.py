@@ -149,6 +149,8 @@ class Policy(netstorm_policy.Policy):
         policy["volatile"] = self.volatile
         policy["pace"] = not policy["guessed"] and (
             not self.volatile or bool(optimal.option(self.layout, "volatile_pace")))
+        if self.volatile and optimal.option(self.layout, "multipath"):
+            policy["routes"] = optimal.detour_routes(policy, speeds, self.order, layout)
         return policy
 
     def _adopt(self, policy, speeds):

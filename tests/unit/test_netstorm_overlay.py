@@ -122,7 +122,8 @@ def test_multipath_detours_only_when_the_primary_queue_is_long_and_the_auxiliary
     assert node.route("d1-s0", header, queues.get) == ("d1-s0", header)
 
 
-def simulate(lay, iterations, seed, replan_chance, detour_chance, leave=False):
+def simulate(lay, iterations, seed, replan_chance, detour_chance, leave=False, node_class=ns.Node,
+             policy=None):
     """Runs every node and the coordinator in memory as they run for real:
     each node starts iteration t + 1 as soon as it is done with t, so
     iterations overlap across nodes; messages go in a random order (FIFO
@@ -130,12 +131,14 @@ def simulate(lay, iterations, seed, replan_chance, detour_chance, leave=False):
     detour at random.  With `leave`, a node done with its last iteration
     says farewell and leaves once it is not lingering, and what is sent to
     it after that is lost.  Returns ({it: {node: version}}, {it: {worker:
-    values}}, [sums], coordinator decisions, messages detoured)."""
+    values}}, [sums], coordinator decisions, messages detoured).  Another
+    overlay's `node_class` and coordinator `policy` can stand in for
+    NetStorm's (re-plans need NetStorm's speed reports)."""
     rng = random.Random(seed)
     rule = Recorder()
-    policy = Policy(lay)
+    policy = Policy(lay) if policy is None else policy
     everyone = lay.worker_names + [s for s, _ in lay.servers]
-    nodes = {name: ns.Node(name, lay, 1, rule.fold, "coord") for name in everyone}
+    nodes = {name: node_class(name, lay, 1, rule.fold, "coord") for name in everyone}
     nodes["coord"] = CoordinatorSim(policy)
     contributions = [{w: np.array([rng.randint(-50, 50) for _ in range(lay.size)], np.float32)
                       for w in lay.worker_names} for _ in range(iterations)]

@@ -64,7 +64,7 @@ def settle(policy):
 
 
 def test_on_a_volatile_wan_the_coordinator_plans_on_the_best_of_the_long_memory_unpaced():
-    layout = dataclasses.replace(star_layout(3), options={"check_period": 1.0})
+    layout = dataclasses.replace(star_layout(3), options={"check_period": 1.0, "multipath": 1})
     clock = [0.0]
     policy = Policy(layout, clock=lambda: clock[0])
     links = [f"{a}->{b}" for a, b in policy.links]
@@ -91,6 +91,8 @@ def test_on_a_volatile_wan_the_coordinator_plans_on_the_best_of_the_long_memory_
     (replan,) = settle(policy)
     assert replan["decision"] == "replan" and replan["change"] == 1.0 and replan["volatile"]
     assert not policy.policy["pace"]
+    # It carries detours: here each connection's own path alone (the hub cannot relay).
+    assert policy.policy["routes"] == {key: [key.split(">")] for key in policy.policy["loads"]}
     # Quiet again: once the steps have left the 60 s window the plan is for a steady
     # WAN, made on the last 8 s and paced.
     for t in range(90, 160):
@@ -100,7 +102,7 @@ def test_on_a_volatile_wan_the_coordinator_plans_on_the_best_of_the_long_memory_
     assert policy.estimates[("l0", "hub")] == pytest.approx(full / 2)
     policy.tick(now=160.0)
     (replan,) = settle(policy)
-    assert not replan["volatile"] and policy.policy["pace"]
+    assert not replan["volatile"] and policy.policy["pace"] and "routes" not in policy.policy
 
 
 def test_hold_iterations_zero_keeps_the_plan_for_a_steady_wan():
