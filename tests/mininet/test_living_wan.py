@@ -81,8 +81,13 @@ def test_the_probe_follows_a_drop_on_a_link_the_training_keeps_full(tmp_path, st
     # Only that direction drops: had the pulls back to tokyo dropped too, a
     # drop that came while they ran would leave tokyo -> virginia idle for
     # the rest of the run (how long the agents take to start sets which).
+    # Behind that full queue whole trains can vanish, and a train no frame
+    # of which arrives is one the receiver cannot tell was sent: in two CI
+    # runs every train tokyo sent for 11 s and for 16 s after the drop was
+    # lost whole, and the estimate followed 13.4 s and 18.3 s after it.  So
+    # the estimate is judged from 8 periods after the drop on.
     period = 2.5
-    path = topo(tmp_path, "stop: {iterations: 100000, time: 44s}", "",
+    path = topo(tmp_path, "stop: {iterations: 100000, time: 50s}", "",
                 "  - {at: 14s, link: [tokyo, virginia], direction: forward, bw: 2mbit}\n")
     text = open(path).read().replace("workload: train", "workload: synthetic\n  compute_time: 50ms") \
         .replace("model: mlp", "model: flat-2500000").replace("  dataset: digits\n", "")
@@ -91,7 +96,7 @@ def test_the_probe_follows_a_drop_on_a_link_the_training_keeps_full(tmp_path, st
     events = jsonl(os.path.join(run, "agents", "virginia-p.jsonl"))
     lost = [e for e in events if e["ev"] == "lost" and e["src"] == "tokyo" and e["wall"] > change["wall"]]
     ests = [e for e in events if e["ev"] == "estimate" and e["src"] == "tokyo"]
-    after = [e["bw"] for e in ests if e["wall"] >= change["wall"] + 4 * period]
+    after = [e["bw"] for e in ests if e["wall"] >= change["wall"] + 8 * period]
     assert lost, "no train met a full queue: the link was not kept full"
     assert len(after) >= 3, after
     judged(all(abs(a / 2e6 - 1) <= 0.15 for a in after), stolen(), after)
