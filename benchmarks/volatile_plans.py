@@ -19,6 +19,8 @@ own generators, `--horizon` seconds), this plans with the planner's own
 - `blend`: each link's expected mean over the next `--sync` seconds, the
   rate now for half a redraw period (a redraw met at a random moment
   holds that long on average), the `mean` after it;
+- `equal`: every link at the mean of all links' `mean`, a plan for the
+  graph alone;
 - `hindsight`: each link's mean rate over the synchronization itself (a
   fixed point in T: on those means a plan that takes T carries exactly
   what the links carry in T), what a plan that holds its shape would
@@ -140,6 +142,12 @@ def blended(profile, start, memory, horizon, holds):
     return {link: w * now[link] + (1 - w) * mean[link] for link in profile.links}
 
 
+def equal(rates):
+    """Every link at the mean of `rates`: a plan for the WAN's graph alone."""
+    mean = statistics.fmean(rates.values())
+    return dict.fromkeys(rates, mean)
+
+
 def hindsight(profile, layout, delays, start, model_bytes, guess, rounds=4):
     """The plan on each link's mean rate over its own run: T from `guess`,
     re-planned on the means over [start, start + T] until T settles."""
@@ -177,7 +185,8 @@ def main():
         "max": lambda start: profile.highest(start, args.memory),
         "mean": lambda start: profile.mean(start - args.memory, start),
         # A redraw every `every` seconds, met at a random moment, holds for half of that.
-        "blend": lambda start: blended(profile, start, args.memory, args.sync, args.every / 2)}
+        "blend": lambda start: blended(profile, start, args.memory, args.sync, args.every / 2),
+        "equal": lambda start: equal(profile.mean(start - args.memory, start))}
     rows = {name: [] for name in list(readings) + ["hindsight"]}
     start = args.memory
     while start + 120 <= args.horizon:
