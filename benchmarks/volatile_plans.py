@@ -44,10 +44,13 @@ import statistics
 
 from agents.config import Peer
 from agents.overlay import optimal
+from agents.planning.evaluate import link_shares
 from testbed import spec as specmod
 from testbed.bounds.model import wan_of
 from testbed.bounds.timeline import bound_while, time_to_carry, wan_states
 from testbed.runner import overlay_layout
+
+SPAN = 120.0        # seconds of the links' future a start's plans and bound may meet
 
 
 def layout_of(spec, elements):
@@ -104,9 +107,9 @@ class Profile:
     def time_to_carry(self, link, start, nbytes):
         return time_to_carry([(a - start, r) for a, _, r in self.pieces(link, start, float("inf"))], nbytes)
 
-    def bound(self, start, model_bytes, span=120.0):
+    def bound(self, start, model_bytes):
         first = max(i for i, (t, _) in enumerate(self.docs) if t <= start)
-        spanned = [(max(t - start, 0.0), doc) for t, doc in self.docs[first:] if t <= start + span]
+        spanned = [(max(t - start, 0.0), doc) for t, doc in self.docs[first:] if t <= start + SPAN]
         return bound_while(spanned, model_bytes)
 
 
@@ -115,21 +118,10 @@ def plan(speeds, delays, layout):
     return optimal.compute_policy(speeds, delays, order, layout)
 
 
-def shares(policy, layout):
-    """{link: share of the model it carries}, the plan's connections over
-    the routers' paths."""
-    out = {}
-    for key, load in policy["loads"].items():
-        path = layout.routes.get(key, key.split(">"))
-        for link in zip(path, path[1:]):
-            out[link] = out.get(link, 0.0) + load / policy["rate"]
-    return out
-
-
 def time_as_run(policy, layout, profile, start, model_bytes):
     extra = policy["finish"] - model_bytes / policy["rate"]
     return max(profile.time_to_carry(link, start, model_bytes * s)
-               for link, s in shares(policy, layout).items()) + extra
+               for link, s in link_shares(policy["loads"], policy["rate"], layout.routes).items()) + extra
 
 
 def blended(profile, start, memory, horizon, holds):
@@ -174,7 +166,18 @@ def main():
     parser.add_argument("--step", type=float, default=3.3, help="seconds between start times")
     parser.add_argument("--sync", type=float, default=14.0, help="seconds a synchronization lasts")
     args = parser.parse_args()
-    spec = specmod.load(args.topology)
+    for name in ("elements", "every", "memory", "step", "sync"):
+        if getattr(args, name) <= 0:
+            parser.error(f"--{name} must be above 0, not {getattr(args, name):g}")
+    if args.horizon < args.memory + SPAN:
+        parser.error(f"--horizon must leave --memory ({args.memory:g} s) and {SPAN:g} s after a start, "
+                     f"so at least {args.memory + SPAN:g} s, not {args.horizon:g}")
+    try:
+        spec = specmod.load(args.topology)
+    except (OSError, specmod.SpecError) as e:
+        parser.error(str(e))
+    if not spec.dynamics:
+        parser.error(f"{args.topology} has no dynamics: its links are never redrawn")
     layout = layout_of(spec, args.elements)
     model_bytes = 4 * args.elements
     spec_doc = dataclasses.asdict(spec)      # a run folder's spec.json
@@ -189,7 +192,7 @@ def main():
         "equal": lambda start: equal(profile.mean(start - args.memory, start))}
     rows = {name: [] for name in list(readings) + ["hindsight"]}
     start = args.memory
-    while start + 120 <= args.horizon:
+    while start + SPAN <= args.horizon:
         bound = profile.bound(start, model_bytes)
         times = {name: time_as_run(plan(read(start), delays, layout), layout, profile, start, model_bytes)
                  for name, read in readings.items()}

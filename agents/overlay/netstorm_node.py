@@ -200,9 +200,8 @@ class Node:
         route = header["route"]
         header = {k: v for k, v in header.items() if k not in ("sent", "arrived")}
         nxt, header["route"] = route[0], route[1:]
-        if payload is not None and payload.nbytes >= self.opt.get("sample_bytes", float("inf")):
-            header["stamp"] = True      # (an overlay without samples has no sample_bytes)
-        return nxt, header, payload
+        (out,) = self._mark([(nxt, header, payload)])       # stamped as what this server sends
+        return out
 
     def _measure(self, sender, header, payload):
         """A link speed sample from a stamped message; a report when

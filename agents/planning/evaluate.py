@@ -43,3 +43,16 @@ def plan_rate(plan, dc_of, paths, capacity):
     loads = plan_loads(plan, dc_of, paths)
     return min((capacity[link] / load for link, load in loads.items() if load > 0),
                default=float("inf"))
+
+
+def link_shares(loads, rate, paths):
+    """{link: share of every model byte it carries} of a plan given as its
+    connections' loads ({"a>b": rate}) and its rate R, in one unit: a
+    connection at load r carries r / R of each byte over every link of the
+    routers' path between its DCs ({"a>b": [a, ..., b]})."""
+    out = {}
+    for key, load in loads.items():
+        path = paths[key]
+        for link in zip(path, path[1:]):
+            out[link] = out.get(link, 0.0) + load / rate
+    return out

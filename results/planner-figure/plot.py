@@ -28,6 +28,7 @@ import os
 import statistics
 
 from agents.events import read_events
+from agents.planning.evaluate import link_shares
 from testbed import report
 from testbed import spec as specmod
 from testbed.bounds import wan_of
@@ -107,12 +108,7 @@ def plan_shares(decision, paths, model_bytes):
     coordinator's decisions, its connections over the routers' `paths`."""
     rate = decision["rate"] / 8
     extra = decision["finish"] - model_bytes / rate if decision.get("finish") else decision["latency"]
-    share = {}
-    for key, bits in decision["loads"].items():
-        path = paths[key]
-        for link in zip(path, path[1:]):
-            share[link] = share.get(link, 0.0) + bits / 8 / rate
-    return share, rate, extra
+    return link_shares(decision["loads"], decision["rate"], paths), rate, extra
 
 
 def plan_times_as_run(run, spec_doc, changes, iters, model_bytes):

@@ -122,6 +122,21 @@ def test_multipath_detours_only_when_the_primary_queue_is_long_and_the_auxiliary
     assert node.route("d1-s0", header, queues.get) == ("d1-s0", header)
 
 
+def test_a_relay_stamps_what_it_forwards_by_the_rule_for_what_it_sends():
+    # NetStorm samples a link from messages of at least sample_bytes: a relay
+    # stamps a large one for its next hop, not a small one, and drops the
+    # times the first hop's stamp left behind.
+    lay = layout(4, multipath=1, sample_bytes=400)
+    relay = ns.Node("d3-s0", lay, 1, Recorder().fold, "coord")
+    header = {"type": "agg", "it": 0, "piece": 0, "seg": 0, "from": "d0-s0", "to": "d1-s0",
+              "route": ["d2-s0", "d1-s0"], "sent": 1.0, "arrived": 2.0}
+    (dst, out, _), = relay.on_message("d0-s0", header, np.zeros(100, np.float32))
+    assert dst == "d2-s0" and out["route"] == ["d1-s0"] and out["stamp"]
+    assert "sent" not in out and "arrived" not in out
+    (_, out, _), = relay.on_message("d0-s0", header, np.zeros(99, np.float32))
+    assert "stamp" not in out
+
+
 def simulate(lay, iterations, seed, replan_chance, detour_chance, leave=False, node_class=ns.Node,
              policy=None):
     """Runs every node and the coordinator in memory as they run for real:

@@ -19,7 +19,7 @@ from agents.overlay import netstorm as ns
 from agents.overlay.layout import Layout
 from agents.overlay.optimal_node import Node
 from agents.overlay.optimal_policy import Policy
-from agents.planning.evaluate import plan_loads, plan_rate
+from agents.planning.evaluate import link_shares, plan_loads, plan_rate
 from agents.planning.packing import arc_delays, tree_packing
 from testbed import spec as S
 from testbed.bounds import t_lb, wan_of
@@ -86,6 +86,14 @@ def test_on_a_transit_hub_star_the_planner_reaches_two_n_minus_1_over_n(n):
     # The plan as a fixed point synchronizes at its policy's rate.
     paths = {tuple(k.split(">")): tuple(v) for k, v in layout.routes.items()}
     assert plan_rate(plan, dc_of(layout), paths, speeds_of(layout)) == pytest.approx(policy["rate"], rel=1e-3)
+
+
+def test_a_connection_s_share_of_the_model_loads_every_link_of_its_path():
+    # a -> c routed through b at 2 of the plan's 4 bytes/s, b -> a at 1: each
+    # model byte crosses a-b and b-c half a time each, b-a a quarter.
+    paths = {"a>c": ["a", "b", "c"], "b>a": ["b", "a"]}
+    assert link_shares({"a>c": 2.0, "b>a": 1.0}, 4.0, paths) == {("a", "b"): 0.5, ("b", "c"): 0.5,
+                                                                 ("b", "a"): 0.25}
 
 
 def test_trees_are_paired_by_the_north_west_corner_rule():

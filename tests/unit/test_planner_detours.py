@@ -52,8 +52,8 @@ def test_each_connection_keeps_its_own_path_first_and_gets_the_disjoint_detours_
         == [["d0", "d1"]]
 
 
-def released(layout, policy):
-    node = Node("d0-s0", layout, 1000, Recorder().fold, "coord")
+def released(layout, policy, name="d0-s0"):
+    node = Node(name, layout, 1000, Recorder().fold, "coord")
     node.on_message("coord", {"type": "ns_policy", "it": 0, "version": 0, "policy": policy}, None)
     return node
 
@@ -72,8 +72,7 @@ def test_a_server_detours_a_backed_up_connection_only_under_a_plan_with_detours(
     queues["d1-s0"] = 2                                   # not more than 2L
     assert volatile.route("d1-s0", header, queues.get) == ("d1-s0", header)
     # The relay hands it on by the header, unstamped (the planner takes no samples).
-    relay = released(layout, {**policy, "routes": routes})
-    relay.name, relay.dc = "d2-s0", "d2"
+    relay = released(layout, {**policy, "routes": routes}, name="d2-s0")
     assert relay.on_message("d0-s0", detoured, None) == [("d1-s0", {**detoured, "route": []}, None)]
     # Iterations not yet released stay on their path.
     assert volatile.route("d1-s0", {**header, "it": 5}, {"d1-s0": 9, "d2-s0": 0}.get) \
