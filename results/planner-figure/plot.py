@@ -264,7 +264,7 @@ def draw(rows, out_dir, recipe):
             gap.bar(x + 0.2 * (k - 1.5), t[key], 0.2, color=color, label=label if x == 0 else None)
     gap.set_xticks(range(len(mine)))
     gap.set_xticklabels([NETWORKS.get(t["network"], t["network"]) for t in mine], fontsize=7)
-    # Log scale: the 40 MB setting's seconds are ten times the 1 MB one's.
+    # Log scale: the 40 MB settings take some seventy times the 1 MB one.
     gap.set(yscale="log", ylabel="seconds per synchronization", title="where the planner's gap goes")
     if mine:
         gap.legend(fontsize=8)
