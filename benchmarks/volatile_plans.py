@@ -143,17 +143,16 @@ def equal(rates):
 def hindsight(profile, layout, delays, start, model_bytes, guess, rounds=4):
     """The plan on each link's mean rate over its own run: T from `guess`,
     re-planned on the means over [start, start + T] until T settles."""
-    best = None
+    best = float("inf")
     t = guess
     for _ in range(rounds):
-        policy = plan(profile.mean(start, start + t), delays, layout)
-        took = time_as_run(policy, layout, profile, start, model_bytes)
-        if best is None or took < best[0]:
-            best = (took, policy)
+        took = time_as_run(plan(profile.mean(start, start + t), delays, layout), layout, profile, start,
+                           model_bytes)
+        best = min(best, took)
         if abs(took - t) < 0.02 * t:
             break
         t = took
-    return best[0]
+    return best
 
 
 def main():
