@@ -2,8 +2,6 @@
 and releases, and the executor under random delivery orders, random
 re-plans and random multipath detours."""
 
-import random
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -13,7 +11,7 @@ from agents.overlay import netstorm as ns
 from agents.overlay.layout import Layout
 from agents.overlay.netstorm_policy import Policy, relative_change
 from testbed.topogen import ring_links
-from tests.dataplane_sim import CoordinatorSim, Recorder
+from tests.dataplane_sim import Recorder, simulate
 
 
 def layout(n_dcs, workers_per_dc=1, size=40, **options):
@@ -135,81 +133,6 @@ def test_a_relay_stamps_what_it_forwards_by_the_rule_for_what_it_sends():
     assert "sent" not in out and "arrived" not in out
     (_, out, _), = relay.on_message("d0-s0", header, np.zeros(99, np.float32))
     assert "stamp" not in out
-
-
-def simulate(lay, iterations, seed, replan_chance, detour_chance, leave=False, node_class=ns.Node,
-             policy=None):
-    """Runs every node and the coordinator in memory as they run for real:
-    each node starts iteration t + 1 as soon as it is done with t, so
-    iterations overlap across nodes; messages go in a random order (FIFO
-    per ordered pair), re-plans come at random moments, and messages
-    detour at random.  With `leave`, a node done with its last iteration
-    says farewell and leaves once it is not lingering, and what is sent to
-    it after that is lost.  Returns ({it: {node: version}}, {it: {worker:
-    values}}, [sums], coordinator decisions, messages detoured).  Another
-    overlay's `node_class` and coordinator `policy` can stand in for
-    NetStorm's (re-plans need NetStorm's speed reports)."""
-    rng = random.Random(seed)
-    rule = Recorder()
-    policy = Policy(lay) if policy is None else policy
-    everyone = lay.worker_names + [s for s, _ in lay.servers]
-    nodes = {name: node_class(name, lay, 1, rule.fold, "coord") for name in everyone}
-    nodes["coord"] = CoordinatorSim(policy)
-    contributions = [{w: np.array([rng.randint(-50, 50) for _ in range(lay.size)], np.float32)
-                      for w in lay.worker_names} for _ in range(iterations)]
-    sums = [sum(c.values()) for c in contributions]
-    released, results, clock, detours, queues = {}, {}, 0.0, [0], {}
-    at = dict.fromkeys(everyone, 0)
-    gone = set()
-
-    def depart(name):
-        if leave and at[name] == iterations and not nodes[name].lingering():
-            gone.add(name)
-
-    def post(src, messages):
-        for dst, header, payload in messages:
-            if hasattr(nodes[src], "route") and rng.random() < detour_chance:
-                dst, header = nodes[src].route(dst, header, lambda peer: rng.randint(0, 4))
-                detours[0] += "route" in header and header.get("from") == src
-            queues.setdefault((src, dst), []).append((header, payload))
-
-    def advance(name):
-        """Finish every iteration `name` is done with and start the next."""
-        while at[name] < iterations and nodes[name].done(at[name]):
-            values, _, _ = nodes[name].result(at[name])
-            if name in lay.worker_names:
-                results.setdefault(at[name], {})[name] = values
-            at[name] += 1
-            if at[name] < iterations:
-                post(name, nodes[name].start(at[name], contributions[at[name]].get(name)))
-            elif leave:
-                post(name, nodes[name].farewell())
-        depart(name)
-
-    order = list(everyone)
-    rng.shuffle(order)
-    for name in order:
-        post(name, nodes[name].start(0, contributions[0].get(name)))
-    while queues:
-        if rng.random() < replan_chance:
-            link = rng.choice(policy.links)
-            policy.on_message("x", {"type": "ns_speed", "src": link[0], "dst": link[1],
-                                    "rate": rng.choice([1e6, 5e6, 2e7, 8e7])})
-            clock += 10.0
-            nodes["coord"].decisions += policy.tick(now=clock)
-        src, dst = rng.choice(sorted(queues))
-        header, payload = queues[(src, dst)].pop(0)
-        if not queues[(src, dst)]:
-            del queues[(src, dst)]
-        if dst in gone:
-            continue
-        if header["type"] == "ns_policy":
-            released.setdefault(header["it"], {})[dst] = header["version"]
-        post(dst, nodes[dst].on_message(src, header, None if payload is None else payload.copy()))
-        if dst != "coord":
-            advance(dst)
-    assert all(n == iterations for n in at.values()), f"stuck at {at}"
-    return released, results, sums, nodes["coord"].decisions, detours[0]
 
 
 @settings(max_examples=60, deadline=None)

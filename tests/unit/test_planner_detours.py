@@ -11,8 +11,7 @@ from agents.overlay import optimal
 from agents.overlay.layout import Layout
 from agents.overlay.optimal_node import Node
 from agents.overlay.optimal_policy import Policy
-from tests.dataplane_sim import Recorder
-from tests.unit.test_netstorm_overlay import simulate
+from tests.dataplane_sim import Recorder, simulate
 
 C = 1_000_000.0          # bytes/s
 
