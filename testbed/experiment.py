@@ -18,7 +18,7 @@ KEYS = {"sync", "overlay", "server_dc", "workload", "model", "dataset", "data_di
         "overlay_options", "sync_options", "coordination",
         "dead_after", "probe"}
 STOP_KEYS = {"iterations", "time", "accuracy"}
-PROBE_KEYS = {"period", "budget", "train", "pairs"}
+PROBE_KEYS = {"period", "budget", "steady_budget", "train", "pairs"}
 PROBE_PAIRS = ("all", "neighbours")
 
 
@@ -28,6 +28,11 @@ class ProbeSettings:
     budget: float = 0.05       # share of each link direction's capacity for probe bytes
     train_time: float = 0.1    # a train's length at the link's rate
     pairs: str = "all"         # every ordered DC pair, or only those a WAN link joins
+    steady_budget: float = None  # the budget while a direction's estimate holds (None: `budget`)
+
+    def __post_init__(self):
+        if self.steady_budget is None:
+            object.__setattr__(self, "steady_budget", self.budget)
 
 
 @dataclass(frozen=True)
@@ -199,7 +204,8 @@ def parse(raw, datacenters, error, check_keys):
         if settings is True:
             settings = {}
         if not isinstance(settings, dict):
-            raise error(p("probe"), "must be a mapping of period, budget, train, pairs (or true)")
+            raise error(p("probe"),
+                        "must be a mapping of period, budget, steady_budget, train, pairs (or true)")
         check_keys(settings, PROBE_KEYS, "experiment.probe")
         budget = settings.get("budget", "5%")
         try:
@@ -208,11 +214,19 @@ def parse(raw, datacenters, error, check_keys):
             raise error(p("probe.budget"), str(e)) from None
         if not 0 < budget <= 0.5:
             raise error(p("probe.budget"), f"{settings['budget']!r} must be above 0% and at most 50%")
+        steady = settings.get("steady_budget", budget)
+        try:
+            steady = parse_fraction(steady)
+        except UnitError as e:
+            raise error(p("probe.steady_budget"), str(e)) from None
+        if not 0 < steady <= budget:
+            raise error(p("probe.steady_budget"),
+                        f"{settings['steady_budget']!r} must be above 0% and at most the budget")
         pairs = settings.get("pairs", "all")
         if pairs not in PROBE_PAIRS:
             raise error(p("probe.pairs"), f"{pairs!r} is not one of {', '.join(PROBE_PAIRS)}")
         probe = ProbeSettings(period=duration(p("probe.period"), settings.get("period", "2500ms")),
-                              budget=budget,
+                              budget=budget, steady_budget=steady,
                               train_time=duration(p("probe.train"), settings.get("train", "100ms")),
                               pairs=pairs)
 

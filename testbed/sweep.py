@@ -259,6 +259,11 @@ def spec_key(spec):
     """A short hash of everything that defines the run (not where it came from)."""
     data = dataclasses.asdict(spec)
     data.pop("source", None)
+    probe = (data.get("experiment") or {}).get("probe")
+    if probe and probe["steady_budget"] == probe["budget"]:
+        # Probes with one budget throughout, as before a steady budget could
+        # be set: a run made then is found again under its key.
+        del probe["steady_budget"]
     blob = json.dumps(data, sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest()[:12]
 

@@ -84,7 +84,9 @@ The plan (`plan_of`):
 - with `overheads: 1` the plan takes `usable_share` of each link's estimate:
   the estimate is what a packet train reads of an idle link, but while
   the plan runs, its probes' trains take up to their budget
-  (`experiment.probe.budget`, 5% by default; 4.0% measured on one link),
+  (`experiment.probe.budget`, 5% by default; 4.0% measured on one link;
+  the full budget even where a smaller `steady_budget` is set, since a
+  link that moves is read on the full one),
   the ACKs of the reverse direction take a 66-byte frame for every two
   full ones (2.2% of a link whose reverse is full, as most are here), and
   each segment carries a header of about MESSAGE_HEADER_BYTES.  Planned at

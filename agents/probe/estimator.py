@@ -45,6 +45,12 @@ trains are short (nothing is known yet to size them), their head passes the
 shaper's burst at line rate, and a delay line slowed down by busy CPUs can
 release a short train in one clump, so a short train can read many times the
 link's rate (2.3 Gbit/s on a 50 Mbit/s link).
+
+An estimate is `steady` while it is the median of SMOOTH_READINGS proper
+trains and no deviating reading waits for a second: the probes may then read
+the direction on a smaller budget (`schedule.budget_for`).  A step in the
+link makes the next train deviate, which ends `steady` at once, so the
+reading that confirms the step comes on the full budget.
 """
 
 import math
@@ -134,9 +140,9 @@ class Estimator:
         self.rtts = (self.rtts + [rtt])[-RTT_WINDOW:]
 
     def estimate(self, t):
-        """{bw, active, passive, rtt, confidence, age, settled, readings} or
-        None before any sample; `readings` is how many proper trains the
-        active estimate is the median of (at most SMOOTH_READINGS)."""
+        """{bw, active, passive, rtt, confidence, age, settled, readings,
+        steady} or None before any sample; `readings` is how many proper
+        trains the active estimate is the median of (at most SMOOTH_READINGS)."""
         if self.bw is None and self.passive is None:
             return None
         bw = self.bw or 0.0
@@ -152,4 +158,9 @@ class Estimator:
                 "passive": self.passive if passive_fresh else None,
                 "rtt": statistics.median(self.rtts) if self.rtts else None,
                 "confidence": round(confidence, 4), "age": age, "settled": self.settled,
-                "clumps": self.clumps, "readings": len(self._recent)}
+                "clumps": self.clumps, "readings": len(self._recent), "steady": self.steady()}
+
+    def steady(self):
+        """Whether the estimate holds: the median of SMOOTH_READINGS proper
+        trains, with no deviating reading waiting for a second."""
+        return len(self._recent) >= SMOOTH_READINGS and self._pending is None

@@ -36,9 +36,9 @@ class MatrixSubscriber:
             got += 1
         return got
 
-    def bw(self, src, dst):
-        est = self.matrix.get((src, dst))
-        return est["bw"] if est else None
+    def estimate(self, src, dst):
+        """The latest estimate of src -> dst, or None."""
+        return self.matrix.get((src, dst))
 
     def close(self):
         self.sock.close(0)

@@ -37,7 +37,14 @@ and otherwise the period stretches to hold them.  The effective period is
 what trains, the budget and estimate ageing count with.
 
 Budget.  Over a period, every link direction carries at most `budget` of
-its capacity in probe bytes, shared by the pairs whose paths cross it.
+its capacity in probe bytes, shared by the pairs whose paths cross it.  A
+direction whose estimate holds steady (`Estimator.steady`) is probed on
+`steady_budget` instead (by default the same): on a WAN whose links keep
+their rates, that leaves the model what the probes would take to re-read
+a known rate, while a link that moves is read on the full budget from its
+first deviating train until its estimate holds again.  The sender and the
+receiver of a direction both go by the estimate the receiver publishes, the
+receiver to age it against how often it is read.
 """
 
 import math
@@ -159,6 +166,12 @@ def train_plan(pair, pairs, rate_estimate, period, budget, train_time):
     if packets >= useful:
         return min(MAX_PACKETS, packets), 1
     return min(MAX_PACKETS, useful), math.ceil(useful * 8 * FRAME / (rate_estimate * allowed))
+
+
+def budget_for(estimate, budget, steady_budget):
+    """The budget a direction is probed on: `steady_budget` while its
+    estimate (as published, or None) holds steady, `budget` otherwise."""
+    return steady_budget if estimate and estimate.get("steady") else budget
 
 
 def fires(pair_slot, every, round_number):

@@ -164,7 +164,8 @@ def run(cfg, log):
     carried = CarriedRates({src: intf for src, intf in p.get("link_intfs", {}).items()
                             if src in incoming and incoming[src].links == ((src, me),)})
     log("start", role="probe", dc=me, pairs=len(pairs), period=period,
-        configured_period=p["period"], slots=table.slots, budget=p["budget"])
+        configured_period=p["period"], slots=table.slots, budget=p["budget"],
+        steady_budget=p["steady_budget"])
 
     sent_bytes = {dst: 0 for dst in peers}
     train_id = 0
@@ -184,6 +185,11 @@ def run(cfg, log):
             log("train", dst=dc_of[addr], packets=packets, bytes=packets * schedule.FRAME, sent=sent,
                 handed=time.monotonic() - sent)
 
+    def plan(q, est):
+        """(packets, every) of pair q's trains, from the estimate of q its receiver published."""
+        return schedule.train_plan(q, pairs, est and est["bw"], period,
+                                   schedule.budget_for(est, p["budget"], p["steady_budget"]), p["train_time"])
+
     def publish(src, now):
         est = estimators[src].estimate(now)
         if est is None:
@@ -198,7 +204,7 @@ def run(cfg, log):
             if now >= next_round:
                 due = sorted(((next_round + table.offsets[(q.src, q.dst)], q) for q in mine
                               if schedule.fires(table.slot_of[(q.src, q.dst)],
-                                                train_plan_every(q, pairs, sub, p, period), rounds)),
+                                                plan(q, sub.estimate(q.src, q.dst))[1], rounds)),
                              key=lambda d: d[0])
                 for dst in peers:
                     sock.sendto(HEAD.pack(MAGIC, PING, 0, 0, 0, now), (peers[dst].host, cfg.port))
@@ -206,8 +212,7 @@ def run(cfg, log):
                 # which the sender plans from the estimate published here.
                 for src, q in incoming.items():
                     est = estimators[src].estimate(now)
-                    estimators[src].period = period * schedule.train_plan(
-                        q, pairs, est and est["bw"], period, p["budget"], p["train_time"])[1]
+                    estimators[src].period = period * plan(q, est)[1]
                 rounds += 1
                 next_round += period
             while due and due[0][0] <= now:
@@ -217,8 +222,7 @@ def run(cfg, log):
                     # now, it could cross the next slot's trains.
                     log("late", dst=q.dst, seconds=now - at)
                     continue
-                packets, _ = schedule.train_plan(q, pairs, sub.bw(q.src, q.dst), period,
-                                                 p["budget"], p["train_time"])
+                packets, _ = plan(q, sub.estimate(q.src, q.dst))
                 train_id += 1
                 sent_bytes[q.dst] += packets * schedule.FRAME
                 handed(sender.start((peers[q.dst].host, cfg.port), train_id, packets, time.monotonic()))
@@ -255,11 +259,6 @@ def run(cfg, log):
         pub.close(0)
         ctx.term()
         sock.close()
-
-
-def train_plan_every(q, pairs, sub, p, period):
-    return schedule.train_plan(q, pairs, sub.bw(q.src, q.dst), period, p["budget"],
-                               p["train_time"])[1]
 
 
 def receive(sock, trains, estimators, peers, port):

@@ -8,7 +8,9 @@ import statistics
 import pytest
 
 from agents.events import read_events
+from agents.probe import schedule
 from testbed.emulation import network
+from testbed.experiment import ProbeSettings
 from testbed.probecheck import neighbours, probe_ratios
 from testbed.report import PROBE_TOLERANCE
 from tests.mininet.helpers import spec_of
@@ -120,3 +122,39 @@ def test_a_train_longer_than_its_first_links_queue_is_timed(tmp_path, stolen):
     median = {k: statistics.median(v) for k, v in check.ratios.items() if v}
     assert set(median) == {("a", "b"), ("b", "a")}, check.ratios
     judged(all(abs(r - 1) <= PROBE_TOLERANCE for r in median.values()), stolen(), median)
+
+
+@pytest.mark.timeout(120)
+def test_a_direction_whose_estimate_holds_is_read_on_the_steady_budget(tmp_path, stolen):
+    # 10 Mbit/s links, 1 s periods, each direction probed by its own pair.
+    # On the 10% budget a 100 ms train (int(10e6 x 0.1 / 12112) = 82 frames)
+    # goes every period.  On 2.5% a train must still last the 60 ms a
+    # receiver can time (ceil(10e6 x 0.06 / 12112) = 50 frames), so it goes
+    # every ceil(50 x 12112 / (10e6 x 0.025)) = ceil(2.42) = 3 periods.
+    # (Read 5% either way: 78-86 frames and 48-53 frames, still 3 periods.)
+    spec = three_dcs("steady", ("a", "b", "10mbit"), ("b", "c", "10mbit"))
+    settings = ProbeSettings(period=1.0, budget=0.10, steady_budget=0.025, pairs="neighbours")
+    with network.build(spec) as net:
+        check = probe_ratios(net, settings, samples=6, folder=str(tmp_path))
+    full, steady, sizes = [], [], {}
+    for dc in "abc":
+        trains = {}
+        for e in read_events(os.path.join(tmp_path, f"{dc}-p.jsonl")):
+            if e["ev"] == "train":
+                trains.setdefault(e["dst"], []).append((e["sent"], e["packets"]))
+        for dst, sent in trains.items():
+            # The first train is small (nothing sizes it yet); every other is
+            # sized by one budget or the other, from an estimate within a few
+            # percent of the link (a train of 9.9 Mbit/s is 81 frames).
+            budget = ["full" if p > 65 else "steady" for _, p in sent[1:]]
+            assert all(78 <= p <= 86 or 48 <= p <= 53 for _, p in sent[1:]), (dc, dst, sent)
+            pairs = list(zip(zip(sent[1:], budget), zip(sent[2:], budget[1:])))
+            full += [b - a for ((a, _), x), ((b, _), y) in pairs if x == y == "full"]
+            steady += [b - a for ((a, _), x), ((b, _), y) in pairs if x == y == "steady"]
+            sizes[(dc, dst)] = [p for _, p in sent]
+    # Two trains on the steady budget in a row were planned three periods apart.
+    assert all(gap > 3 - 2 * schedule.MARGIN for gap in steady), steady
+    median = {k: statistics.median(v) for k, v in check.ratios.items() if v}
+    judged(len(steady) >= 4 and min(full, default=9) < 1 + 2 * schedule.MARGIN
+           and all(abs(r - 1) <= PROBE_TOLERANCE for r in median.values()), stolen(),
+           f"train sizes by direction: {sizes}; ratios {median}")

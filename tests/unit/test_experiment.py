@@ -70,6 +70,9 @@ def test_a_file_without_an_experiment_has_none():
     ("sycn: ssgd\n", "experiment.sycn", "did you mean 'sync'"),
     ("partition: skewed\n", "experiment.partition", "unknown partition"),
     ("probe: {pairs: some}\n", "experiment.probe.pairs", "'some' is not one of all, neighbours"),
+    ("probe: {budget: 2%, steady_budget: 5%}\n", "experiment.probe.steady_budget",
+     "'5%' must be above 0% and at most the budget"),
+    ("probe: {steady_budget: lots}\n", "experiment.probe.steady_budget", "lots"),
 ])
 def test_each_experiment_mistake_names_its_path(exp, path, words):
     with pytest.raises(S.SpecError) as e:
@@ -122,3 +125,9 @@ def test_a_synthetic_worker_at_speed_two_computes_for_half_the_time(monkeypatch)
     for speed in (1.0, 2.0, 0.5):
         W.Trainer(wl, 0, 1, speed, params).gradients()
     assert slept == [0.3, 0.15, 0.6]
+
+
+def test_the_steady_budget_is_the_budget_unless_given():
+    assert load("probe: {budget: 4%}\n").experiment.probe.steady_budget == pytest.approx(0.04)
+    probe = load("probe: {budget: 5%, steady_budget: 2%}\n").experiment.probe
+    assert (probe.budget, probe.steady_budget) == (pytest.approx(0.05), pytest.approx(0.02))

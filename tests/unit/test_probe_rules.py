@@ -323,3 +323,32 @@ def test_an_estimate_says_how_many_trains_its_median_holds():
         readings.append(e.estimate(t)["readings"])
     # The fifth deviates (pending), the sixth agrees with it: the median starts over.
     assert readings == [1, 2, 3, 3, 3, 1]
+
+
+def test_a_steady_direction_is_read_on_the_steady_budget_until_a_train_deviates():
+    # b->a alone on its link, 2.5 s periods, budget 5%, steady budget 2%.
+    e = Estimator(period=2.5)
+
+    def plan(t):
+        est = e.estimate(t)
+        return schedule.train_plan(PAIRS[1], PAIRS, est["bw"], 2.5,
+                                   schedule.budget_for(est, 0.05, 0.02), 0.1)
+
+    plans = []
+    for t, rate in ((0, 5e6), (1, 5e6), (2, 4.9e6), (3, 2e6), (4, 2.05e6)):
+        e.add_active(t, rate)
+        plans.append((e.estimate(t)["steady"], plan(t)))
+    # 5% of 2.5 s at 5 Mbit/s allows 125 ms: a 100 ms train (41 frames) every period.
+    # 2% allows 50 ms, 20 frames, under the 60 ms (25 frames) a train needs:
+    # 25 frames every ceil(25 x 12112 / (5e6 x 0.05)) = ceil(1.21) = 2 periods.
+    # A deviating train (pending) restores the full budget at the old estimate;
+    # once the step is confirmed the estimate starts over, not yet steady:
+    # 2 Mbit/s for 100 ms is 16 frames, every period.
+    assert plans == [(False, (41, 1)), (False, (41, 1)), (True, (25, 2)), (False, (41, 1)),
+                     (False, (16, 1))]
+
+
+def test_without_an_estimate_the_full_budget_holds():
+    assert schedule.budget_for(None, 0.05, 0.02) == 0.05
+    assert schedule.budget_for({"steady": False}, 0.05, 0.02) == 0.05
+    assert schedule.budget_for({"steady": True}, 0.05, 0.02) == 0.02

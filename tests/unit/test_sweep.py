@@ -103,6 +103,26 @@ def test_a_run_key_follows_the_resolved_spec_not_the_file(tmp_path):
     assert not {p.key for p in W.plan(changed, str(tmp_path / "s3"))} & {p.key for p in first}
 
 
+def test_probes_on_one_budget_keep_the_key_they_had_before_a_steady_budget_existed():
+    import dataclasses
+    import hashlib
+    import json
+
+    from testbed import spec as S
+
+    def spec(probe):
+        return S.loads(textwrap.dedent(BASE).replace("stop: {iterations: 5}}",
+                                                     f"stop: {{iterations: 5}}, probe: {probe}}}"))
+
+    one = spec("{budget: 4%}")
+    data = dataclasses.asdict(one)
+    data.pop("source")
+    del data["experiment"]["probe"]["steady_budget"]
+    before = hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:12]
+    assert W.spec_key(one) == W.spec_key(spec("{budget: 4%, steady_budget: 4%}")) == before
+    assert W.spec_key(spec("{budget: 4%, steady_budget: 2%}")) != before
+
+
 def test_a_sweep_resumes_skipping_completed_runs_and_retrying_failed_ones(tmp_path):
     r = W.load_recipe(recipe_at(tmp_path, RECIPE))
     sweep_dir = str(tmp_path / "sweep")
