@@ -40,11 +40,15 @@ from testbed.stats import write_table
 SYSTEMS = ("star", "mlnet", "tsengine", "netstorm", "optimal")
 NAMES = {"star": "PS star", "mlnet": "MLNET", "tsengine": "TSEngine", "netstorm": "NetStorm",
          "optimal": "planner"}
+# Narrow labels, a few words a line: twelve settings share one panel's width.
 NETWORKS = {"static-1mb": "9-DC static\n1 MB", "static-10mb": "9-DC static\n10 MB",
-            "static-10mb-quarter": "9-DC static\n10 MB, \u00bc rate",
-            "static-40mb-quarter": "9-DC static\n40 MB, \u00bc rate",
-            "static-40mb-quarter-probe2": "9-DC static\n40 MB, \u00bc rate,\nprobes at 2%",
-            "dynamic-2mb": "9-DC dynamic\n10 s, 2.5 MB", "dynamic50-2mb": "9-DC dynamic\n50 s, 2.5 MB",
+            "static-10mb-quarter": "9-DC static\n10 MB\n\u00bc rate",
+            "static-40mb-quarter": "9-DC static\n40 MB\n\u00bc rate",
+            "static-40mb-quarter-probe2": "9-DC static\n40 MB\n\u00bc rate\nprobes 2%",
+            "static-40mb-quarter-steady2": "9-DC static\n40 MB\n\u00bc rate\nprobes 2%\nif steady",
+            "dynamic-2mb": "9-DC\ndynamic\n10 s\n2.5 MB", "dynamic50-2mb": "9-DC\ndynamic\n50 s\n2.5 MB",
+            "dynamic-2mb-steady2": "9-DC\ndynamic\n10 s\n2.5 MB\nprobes 2%\nif steady",
+            "dynamic50-2mb-steady2": "9-DC\ndynamic\n50 s\n2.5 MB\nprobes 2%\nif steady",
             "ps-10mb": "ps-scaling\n10 MB"}
 DYNAMIC = {"dynamic-2mb": ("-", "10 s"), "dynamic50-2mb": ("--", "50 s")}   # line style, redraw period
 LEVELS = (0.90, 0.95)
@@ -222,7 +226,7 @@ def draw(rows, out_dir, recipe):
     table, series, curves = summarize(rows)
     csv_path = os.path.join(out_dir, "table.csv")
     write_table(table, csv_path, COLUMNS)
-    fig, ((bars, dynamic), (gap, acc)) = plt.subplots(2, 2, figsize=(15, 9))
+    fig, ((bars, dynamic), (gap, acc)) = plt.subplots(2, 2, figsize=(18, 9.5))
     width = 0.16
     nets = [n for n in NETWORKS if any(t["network"] == n for t in table)]
     for i, system in enumerate(SYSTEMS):
@@ -239,7 +243,7 @@ def draw(rows, out_dir, recipe):
                           xytext=(0, 2), ha="center", fontsize=6)
     bars.axhline(1.2, color="k", linestyle="--", linewidth=0.8)
     bars.set_xticks(range(len(nets)))
-    bars.set_xticklabels([NETWORKS[n] for n in nets], fontsize=7)
+    bars.set_xticklabels([NETWORKS[n] for n in nets], fontsize=6.5)
     bars.set(yscale="log", ylabel="sync time from the last start / t_lb (median)",
              title="sync time per iteration over the lower bound (dashes: 1.2)")
     bars.legend(fontsize=7)
@@ -263,7 +267,7 @@ def draw(rows, out_dir, recipe):
         for k, (key, color, label) in enumerate(bars):
             gap.bar(x + 0.2 * (k - 1.5), t[key], 0.2, color=color, label=label if x == 0 else None)
     gap.set_xticks(range(len(mine)))
-    gap.set_xticklabels([NETWORKS.get(t["network"], t["network"]) for t in mine], fontsize=7)
+    gap.set_xticklabels([NETWORKS.get(t["network"], t["network"]) for t in mine], fontsize=6.5)
     # Log scale: the 40 MB settings take some seventy times the 1 MB one.
     gap.set(yscale="log", ylabel="seconds per synchronization", title="where the planner's gap goes")
     if mine:
