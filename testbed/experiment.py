@@ -6,7 +6,7 @@ why, before anything is built.
 """
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from agents import models
 from agents.overlay import OVERLAYS
@@ -20,6 +20,10 @@ KEYS = {"sync", "overlay", "server_dc", "workload", "model", "dataset", "data_di
 STOP_KEYS = {"iterations", "time", "accuracy"}
 PROBE_KEYS = {"period", "budget", "steady_budget", "train", "pairs"}
 PROBE_PAIRS = ("all", "neighbours")
+# Marks a setting added after runs were keyed by their spec: at its default
+# it leaves a run's key as it was (testbed.sweep.spec_key), so the sweeps
+# find the runs made before it existed.
+UNKEYED_AT_DEFAULT = "unkeyed_at_default"
 
 
 @dataclass(frozen=True)
@@ -28,11 +32,12 @@ class ProbeSettings:
     budget: float = 0.05       # share of each link direction's capacity for probe bytes
     train_time: float = 0.1    # a train's length at the link's rate
     pairs: str = "all"         # every ordered DC pair, or only those a WAN link joins
-    steady_budget: float = None  # the budget while a direction's estimate holds (None: `budget`)
+    # The budget while a direction's estimate holds (None: `budget` throughout).
+    steady_budget: float = field(default=None, metadata={UNKEYED_AT_DEFAULT: True})
 
-    def __post_init__(self):
-        if self.steady_budget is None:
-            object.__setattr__(self, "steady_budget", self.budget)
+    @property
+    def budget_when_steady(self):
+        return self.budget if self.steady_budget is None else self.steady_budget
 
 
 @dataclass(frozen=True)
@@ -222,6 +227,7 @@ def parse(raw, datacenters, error, check_keys):
         if not 0 < steady <= budget:
             raise error(p("probe.steady_budget"),
                         f"{settings['steady_budget']!r} must be above 0% and at most the budget")
+        steady = None if steady == budget else steady       # one budget throughout
         pairs = settings.get("pairs", "all")
         if pairs not in PROBE_PAIRS:
             raise error(p("probe.pairs"), f"{pairs!r} is not one of {', '.join(PROBE_PAIRS)}")

@@ -65,7 +65,7 @@ def probe_ratios(net, settings=ProbeSettings(), samples=3, timeout=None, folder=
     table = schedule.table(pairs, settings.period, settings.train_time)
     if timeout is None:
         # A steady direction is read on the smaller budget, so the least often.
-        every = max(schedule.train_plan(q, pairs, q.rate, table.period, settings.steady_budget,
+        every = max(schedule.train_plan(q, pairs, q.rate, table.period, settings.budget_when_steady,
                                         settings.train_time)[1] for q in pairs)
         timeout = PROBE_LEAD + 2 * (samples + 2) * every * table.period
     peers = [Peer(f"{dc.name}-p", net.plan.router(dc.name).ip, PROBE_PORT, dc.name)

@@ -184,7 +184,7 @@ def probe_settings(spec, configs, probe=None):
             pairs.append({"src": src.name, "dst": dst.name, "links": links,
                           "delay": sum(d.delay + d.jitter for d in ways),
                           "rate": min(d.rate for d in ways), "queue": ways[0].queue})
-    return {"period": probe.period, "budget": probe.budget, "steady_budget": probe.steady_budget,
+    return {"period": probe.period, "budget": probe.budget, "steady_budget": probe.budget_when_steady,
             "train_time": probe.train_time,
             "epoch": time.monotonic() + PROBE_LEAD,
             "pub_port": PROBE_PORT + 1, "pairs": pairs, "agent_dcs": {c.name: c.dc for c in configs}}

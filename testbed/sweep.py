@@ -44,6 +44,7 @@ from dataclasses import dataclass
 import yaml
 
 from testbed import spec as specmod
+from testbed.experiment import UNKEYED_AT_DEFAULT
 from testbed.runfolder import RunFolder, is_run_folder
 from testbed.units import format_rate, parse_rate
 
@@ -257,15 +258,23 @@ def setting_document(recipe, setting):
 
 def spec_key(spec):
     """A short hash of everything that defines the run (not where it came from)."""
-    data = dataclasses.asdict(spec)
+    data = keyed(spec)
     data.pop("source", None)
-    probe = (data.get("experiment") or {}).get("probe")
-    if probe and probe["steady_budget"] == probe["budget"]:
-        # Probes with one budget throughout, as before a steady budget could
-        # be set: a run made then is found again under its key.
-        del probe["steady_budget"]
     blob = json.dumps(data, sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest()[:12]
+
+
+def keyed(value):
+    """`value` as plain data, as dataclasses.asdict gives it, less the
+    fields marked UNKEYED_AT_DEFAULT that are at their default."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: keyed(getattr(value, f.name)) for f in dataclasses.fields(value)
+                if not (f.metadata.get(UNKEYED_AT_DEFAULT) and getattr(value, f.name) == f.default)}
+    if isinstance(value, (list, tuple)):
+        return type(value)(keyed(v) for v in value)
+    if isinstance(value, dict):
+        return {k: keyed(v) for k, v in value.items()}
+    return copy.deepcopy(value)
 
 
 @dataclass

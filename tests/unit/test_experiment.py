@@ -128,6 +128,9 @@ def test_a_synthetic_worker_at_speed_two_computes_for_half_the_time(monkeypatch)
 
 
 def test_the_steady_budget_is_the_budget_unless_given():
-    assert load("probe: {budget: 4%}\n").experiment.probe.steady_budget == pytest.approx(0.04)
+    assert load("probe: {budget: 4%}\n").experiment.probe.budget_when_steady == pytest.approx(0.04)
     probe = load("probe: {budget: 5%, steady_budget: 2%}\n").experiment.probe
-    assert (probe.budget, probe.steady_budget) == (pytest.approx(0.05), pytest.approx(0.02))
+    assert (probe.budget, probe.budget_when_steady) == (pytest.approx(0.05), pytest.approx(0.02))
+    # A steady budget equal to the budget is one budget throughout, as if unset.
+    assert load("probe: {budget: 4%, steady_budget: 4%}\n").experiment.probe == \
+        load("probe: {budget: 4%}\n").experiment.probe

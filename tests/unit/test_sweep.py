@@ -123,6 +123,25 @@ def test_probes_on_one_budget_keep_the_key_they_had_before_a_steady_budget_exist
     assert W.spec_key(spec("{budget: 4%, steady_budget: 2%}")) != before
 
 
+def test_a_field_marked_unkeyed_at_default_leaves_the_data_only_when_off_its_default():
+    import dataclasses
+
+    from testbed.experiment import UNKEYED_AT_DEFAULT
+
+    @dataclasses.dataclass
+    class Inner:
+        a: int = 1
+        new: float = dataclasses.field(default=None, metadata={UNKEYED_AT_DEFAULT: True})
+
+    @dataclasses.dataclass
+    class Outer:
+        inner: Inner
+        items: tuple = ()
+
+    assert W.keyed(Outer(Inner(), (Inner(2, 0.5),))) == {"inner": {"a": 1}, "items": ({"a": 2, "new": 0.5},)}
+    assert W.keyed(Outer(Inner(3), ())) == {"inner": {"a": 3}, "items": ()}
+
+
 def test_a_sweep_resumes_skipping_completed_runs_and_retrying_failed_ones(tmp_path):
     r = W.load_recipe(recipe_at(tmp_path, RECIPE))
     sweep_dir = str(tmp_path / "sweep")
