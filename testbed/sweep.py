@@ -12,10 +12,11 @@ a time, resumable.
       axes: {worker_dcs: [2, 3], experiment.seed: [0]}
       set: {experiment.model: flat-250000}
 
-Besides dotted paths, five axes transform the topology: `worker_dcs`,
+Besides dotted paths, six axes transform the topology: `worker_dcs`,
 `workers` (per DC that has workers), `bw_scale` (every WAN rate),
 `dynamics_every` (the period of every generated rate change, `every` of
-each dynamics entry that has one) and `variant`, whose values are named
+each dynamics entry that has one), `dynamics_seed` (another draw of every
+seeded generator: 0 is the base's own) and `variant`, whose values are named
 bundles of dotted paths, for settings that are not a cross product (a
 system and its ablations, say):
 
@@ -50,7 +51,8 @@ from testbed.units import format_rate, parse_rate
 
 log = logging.getLogger(__name__)
 RECIPE_KEYS = {"id", "title", "base", "axes", "set", "quick", "description"}
-TRANSFORMS = ("worker_dcs", "workers", "bw_scale", "dynamics_every", "variant")
+TRANSFORMS = ("worker_dcs", "workers", "bw_scale", "dynamics_every", "dynamics_seed", "variant")
+SEEDED_GENERATORS = ("uniform", "random_walk")
 TOP_KEYS = specmod.TOP_KEYS
 
 
@@ -220,6 +222,25 @@ def retime_dynamics(doc, every):
         entry["every"] = every
 
 
+def redraw_dynamics(doc, draw):
+    """Draw `draw` of every seeded generator: each seed (0 where the entry
+    names none, as the generator does) moves up by `draw` times the span of
+    the base's seeds plus one, so no two entries of one draw, and no entries
+    of two draws, share a seed; draw 0 leaves the base as it is."""
+    if isinstance(draw, bool) or not isinstance(draw, int) or draw < 0:
+        raise RecipeError(f"dynamics_seed={draw!r}: give a whole number, 0 for the base's own draws")
+    seeded = [d for d in doc.get("dynamics") or []
+              if isinstance(d, dict) and d.get("generator") in SEEDED_GENERATORS]
+    if not seeded:
+        raise RecipeError(f"dynamics_seed={draw}: the base has no seeded generators to draw again")
+    seeds = [d.get("seed", 0) for d in seeded]
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in seeds):
+        return      # the spec refuses the seed itself, in its own words
+    span = max(seeds) - min(seeds) + 1
+    for entry, seed in zip(seeded, seeds):
+        entry["seed"] = seed + draw * span
+
+
 def apply(doc, axis, value):
     if axis == "worker_dcs":
         keep_worker_dcs(doc, value)
@@ -231,6 +252,8 @@ def apply(doc, axis, value):
         scale_bandwidth(doc, value)
     elif axis == "dynamics_every":
         retime_dynamics(doc, value)
+    elif axis == "dynamics_seed":
+        redraw_dynamics(doc, value)
     elif axis == "variant":
         for key, v in value.items():
             if key != "name":

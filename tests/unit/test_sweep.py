@@ -88,6 +88,52 @@ def test_the_dynamics_period_axis_retimes_every_generator_and_leaves_traces_alon
         W.apply(yaml.safe_load(BASE), "dynamics_every", "50s")
 
 
+def test_the_dynamics_seed_axis_draws_every_seeded_generator_again_without_sharing_a_seed():
+    doc = yaml.safe_load(BASE)
+    doc["dynamics"] = [
+        {"generator": "uniform", "link": ["a", "core"], "low": "1mbit", "high": "5mbit", "every": "10s",
+         "seed": 4},
+        {"generator": "random_walk", "link": ["b", "core"], "low": "1mbit", "high": "5mbit",
+         "step": "1mbit", "every": "2s"},
+        {"generator": "square", "link": ["ps", "core"], "low": "1mbit", "high": "5mbit", "period": "4s"}]
+    base = yaml.safe_load(yaml.safe_dump(doc))
+    W.apply(doc, "dynamics_seed", 0)
+    assert [d.get("seed", 0) for d in doc["dynamics"]] == [4, 0, 0]
+    draws = []
+    for draw in (1, 2):
+        again = yaml.safe_load(yaml.safe_dump(base))
+        W.apply(again, "dynamics_seed", draw)
+        draws.append([d.get("seed") for d in again["dynamics"]])
+    # The seeds span 0-4, so draws are 5 apart: 4 -> 9 -> 14, 0 -> 5 -> 10; the square has none.
+    assert draws == [[9, 5, None], [14, 10, None]]
+    assert len({s for d in [[4, 0]] + draws for s in d if s is not None}) == 6
+
+
+def test_the_dynamics_seed_axis_changes_the_rates_a_run_meets():
+    from testbed import spec as S
+    doc = yaml.safe_load(BASE)
+    doc["dynamics"] = [{"generator": "uniform", "link": ["a", "core"], "low": "1mbit", "high": "5mbit",
+                        "every": "10s", "seed": 1}]
+    rates = []
+    for draw in (0, 0, 1):
+        again = yaml.safe_load(yaml.safe_dump(doc))
+        W.apply(again, "dynamics_seed", draw)
+        actions = S.loads(yaml.safe_dump(again)).dynamics[0].actions(30)
+        rates.append([a.rate for a in actions])
+    assert rates[0] == rates[1] and rates[0] != rates[2]
+
+
+def test_the_dynamics_seed_axis_refuses_what_it_cannot_draw():
+    doc = yaml.safe_load(BASE)
+    with pytest.raises(W.RecipeError, match="no seeded generators"):
+        W.apply(doc, "dynamics_seed", 1)
+    doc["dynamics"] = [{"generator": "uniform", "link": ["a", "core"], "low": "1mbit", "high": "5mbit",
+                        "every": "10s"}]
+    for bad in (-1, 1.5, "2", True):
+        with pytest.raises(W.RecipeError, match="give a whole number"):
+            W.apply(doc, "dynamics_seed", bad)
+
+
 def test_asking_for_more_dcs_than_the_base_has_is_refused():
     with pytest.raises(W.RecipeError, match="only 3 DCs with workers"):
         W.keep_worker_dcs(yaml.safe_load(BASE), 4)
