@@ -40,16 +40,21 @@ from testbed.stats import write_table
 SYSTEMS = ("star", "mlnet", "tsengine", "netstorm", "optimal")
 NAMES = {"star": "PS star", "mlnet": "MLNET", "tsengine": "TSEngine", "netstorm": "NetStorm",
          "optimal": "planner"}
-# Narrow labels, a few words a line: twelve settings share one panel's width.
-NETWORKS = {"static-1mb": "9-DC static\n1 MB", "static-10mb": "9-DC static\n10 MB",
-            "static-10mb-quarter": "9-DC static\n10 MB\n\u00bc rate",
-            "static-40mb-quarter": "9-DC static\n40 MB\n\u00bc rate",
-            "static-40mb-quarter-probe2": "9-DC static\n40 MB\n\u00bc rate\nprobes 2%",
-            "static-40mb-quarter-steady2": "9-DC static\n40 MB\n\u00bc rate\nprobes 2%\nif steady",
-            "dynamic-2mb": "9-DC\ndynamic\n10 s\n2.5 MB", "dynamic50-2mb": "9-DC\ndynamic\n50 s\n2.5 MB",
+# Narrow labels, a few words a line: fifteen settings share one panel's width.
+NETWORKS = {"static-1mb": "9-DC\nstatic\n1 MB", "static-10mb": "9-DC\nstatic\n10 MB",
+            "static-10mb-quarter": "9-DC\nstatic\n10 MB\n\u00bc rate",
+            "static-40mb-quarter": "9-DC\nstatic\n40 MB\n\u00bc rate",
+            "static-40mb-quarter-probe2": "9-DC\nstatic\n40 MB\n\u00bc rate\nprobes 2%",
+            "static-40mb-quarter-steady2": "9-DC\nstatic\n40 MB\n\u00bc rate\nprobes 2%\nif steady",
+            "dynamic-2mb": "9-DC\ndynamic\n10 s\n2.5 MB",
+            "dynamic-2mb-draw1": "9-DC\ndynamic\n10 s\n2.5 MB\n2nd draw",
+            "dynamic-2mb-draw2": "9-DC\ndynamic\n10 s\n2.5 MB\n3rd draw",
+            "dynamic50-2mb": "9-DC\ndynamic\n50 s\n2.5 MB",
+            "dynamic50-2mb-draw1": "9-DC\ndynamic\n50 s\n2.5 MB\n2nd draw",
+            "dynamic50-2mb-draw2": "9-DC\ndynamic\n50 s\n2.5 MB\n3rd draw",
             "dynamic-2mb-steady2": "9-DC\ndynamic\n10 s\n2.5 MB\nprobes 2%\nif steady",
             "dynamic50-2mb-steady2": "9-DC\ndynamic\n50 s\n2.5 MB\nprobes 2%\nif steady",
-            "ps-10mb": "ps-scaling\n10 MB"}
+            "ps-10mb": "ps-\nscaling\n10 MB"}
 DYNAMIC = {"dynamic-2mb": ("-", "10 s"), "dynamic50-2mb": ("--", "50 s")}   # line style, redraw period
 LEVELS = (0.90, 0.95)
 COLUMNS = ("network", "system", "status", "iterations", "model_mb", "sync_s", "t_lb_s",
