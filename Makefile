@@ -10,8 +10,9 @@ install:
 run: install
 	$(TESTBED) run topologies/quickstart.yaml
 
+# The slowest tests are listed at the end: the suite should take under 15 minutes here.
 test: install
-	$(VENV)/bin/python -m pytest tests
+	$(VENV)/bin/python -m pytest tests --durations=25
 
 test-unit: install
 	$(VENV)/bin/python -m pytest tests/unit
