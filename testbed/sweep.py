@@ -309,20 +309,46 @@ class Planned:
 
 
 def plan(recipe, sweep_dir):
-    """Write each setting's topo.yaml, validate it, and key it."""
+    """Write each setting's topo.yaml, validate it, and key it.  A setting
+    that cannot be made takes back what this call wrote: a recipe refused
+    leaves no trace."""
+    specs = os.path.join(sweep_dir, "specs")
+    missing = missing_folders(specs)
+    os.makedirs(specs, exist_ok=True)
+    out, written = [], []
+    try:
+        for setting in recipe.settings():
+            doc = setting_document(recipe, setting)
+            path = os.path.join(specs, f"{setting.label}.yaml")
+            if not os.path.exists(path):
+                written.append(path)
+            with open(path, "w") as f:
+                yaml.safe_dump(doc, f, sort_keys=False)
+            try:
+                spec = specmod.load(path)
+            except specmod.SpecError as e:
+                raise RecipeError(f"setting {setting.label}: {e}") from None
+            key = spec_key(spec)
+            out.append(Planned(setting, spec, key, os.path.join(sweep_dir, f"{setting.label}-{key}")))
+    except RecipeError:
+        for path in written:
+            os.remove(path)
+        for folder in missing:
+            with contextlib.suppress(OSError):      # a folder something else wrote into stays
+                os.rmdir(folder)
+        raise
+    return out
+
+
+def missing_folders(path):
+    """`path` and those of its parents that do not exist yet, deepest first."""
     out = []
-    os.makedirs(os.path.join(sweep_dir, "specs"), exist_ok=True)
-    for setting in recipe.settings():
-        doc = setting_document(recipe, setting)
-        path = os.path.join(sweep_dir, "specs", f"{setting.label}.yaml")
-        with open(path, "w") as f:
-            yaml.safe_dump(doc, f, sort_keys=False)
-        try:
-            spec = specmod.load(path)
-        except specmod.SpecError as e:
-            raise RecipeError(f"setting {setting.label}: {e}") from None
-        key = spec_key(spec)
-        out.append(Planned(setting, spec, key, os.path.join(sweep_dir, f"{setting.label}-{key}")))
+    while path and not os.path.exists(path):
+        out.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
     return out
 
 

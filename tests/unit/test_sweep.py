@@ -283,6 +283,21 @@ def test_recipe_mistakes_are_one_sentence(tmp_path, body, msg):
         W.plan(r, str(tmp_path / "s"))
 
 
+def test_a_refused_recipe_leaves_no_trace_and_keeps_what_was_there(tmp_path):
+    # The second setting is refused after the first one's file was written.
+    bad = "id: x\nbase: base.yaml\naxes: {experiment.sync: [ssgd, magic]}\n"
+    sweep_dir = tmp_path / "runs" / "sweeps" / "x"
+    with pytest.raises(W.RecipeError, match="setting sync-magic"):
+        W.plan(W.load_recipe(recipe_at(tmp_path, bad)), str(sweep_dir))
+    assert not (tmp_path / "runs").exists()
+    # A sweep planned before keeps its folder and files; only this call's go.
+    good = W.plan(W.load_recipe(recipe_at(tmp_path, RECIPE)), str(sweep_dir))
+    before = sorted(os.listdir(sweep_dir / "specs"))
+    with pytest.raises(W.RecipeError, match="setting sync-magic"):
+        W.plan(W.load_recipe(recipe_at(tmp_path, bad)), str(sweep_dir))
+    assert sorted(os.listdir(sweep_dir / "specs")) == before and len(before) == len(good) == 4
+
+
 def test_a_list_valued_axis_gets_a_short_distinct_label():
     from testbed.sweep import MAX_LABEL, Setting
     a = Setting((("dynamics", [{"trace": "/" + "x" * 300, "link": ["a", "b"]}]),
