@@ -19,8 +19,11 @@ C = 1_000_000.0          # bytes/s
 def kite(**options):
     """d0, d1, d2 in a triangle and d3 hanging off d2, every link C and
     10 ms each way, a server and a worker in every DC; routes the fewest hops."""
-    dcs = ["d0", "d1", "d2", "d3"]
-    pairs = [("d0", "d1"), ("d1", "d2"), ("d0", "d2"), ("d2", "d3")]
+    return layout_over([("d0", "d1"), ("d1", "d2"), ("d0", "d2"), ("d2", "d3")], **options)
+
+
+def layout_over(pairs, **options):
+    dcs = sorted({dc for pair in pairs for dc in pair})
     links = [[a, b, C * 8, C * 8, 0.01, 0.01] for a, b in pairs]
     graph = nx.Graph(pairs)
     routes = {f"{a}>{b}": nx.shortest_path(graph, a, b) for a in dcs for b in dcs if a != b}
@@ -45,10 +48,13 @@ def test_each_connection_keeps_its_own_path_first_and_gets_the_disjoint_detours_
     # routed d3-d2-d0, and the only other way (d3-d2-d1-d0) crosses d2 too.
     assert routes == {"d0>d1": [["d0", "d1"], ["d0", "d2", "d1"]],
                       "d2>d3": [["d2", "d3"]], "d3>d0": [["d3", "d0"]]}
-    # A detour of at most one connection is none.
-    assert optimal.detour_routes(policy_of(layout), speeds(layout), optimal.overlay_dcs(layout),
-                                 dataclasses.replace(layout, options={"detour_hops": 1}))["d0>d1"] \
-        == [["d0", "d1"]]
+    # On a ring of four, d0 -> d1's only detour takes three connections: in
+    # with `detour_hops: 3`, out with the default 2.
+    for hops, expected in ((2, [["d0", "d1"]]), (3, [["d0", "d1"], ["d0", "d3", "d2", "d1"]])):
+        ring = layout_over([("d0", "d1"), ("d1", "d2"), ("d2", "d3"), ("d3", "d0")], detour_hops=hops)
+        policy = {**policy_of(ring), "loads": {"d0>d1": C / 2}}
+        assert optimal.detour_routes(policy, speeds(ring), optimal.overlay_dcs(ring), ring)["d0>d1"] \
+            == expected
 
 
 def released(layout, policy, name="d0-s0"):
