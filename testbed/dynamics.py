@@ -35,6 +35,11 @@ from testbed.units import UnitError, parse_fraction, parse_rate, parse_time, sho
 log = logging.getLogger(__name__)
 
 GENERATORS = ("step", "square", "random_walk", "uniform")
+# Each generator's own keys in a dynamics entry, besides `generator`, `start` and its target.
+GENERATOR_KEYS = {"step": {"at", "from", "to"}, "square": {"low", "high", "period"},
+                  "random_walk": {"low", "high", "step", "every", "seed", "initial"},
+                  "uniform": {"low", "high", "every", "seed"}}
+SEEDED_GENERATORS = tuple(name for name in GENERATORS if "seed" in GENERATOR_KEYS[name])
 LINK_SETTINGS = ("bw", "delay", "jitter", "loss")
 # Relative compute speeds: 1.0 is the reference worker.  Synthetic compute
 # sleeps compute_time / speed, so any speed is emulated; real training can
@@ -387,15 +392,14 @@ def _generator(item, target, path, target_keys, error, check_keys, max_speed):
     name = item["generator"]
     if name not in GENERATORS:
         raise error(p("generator"), f"unknown generator {name!r}; available: {', '.join(GENERATORS)}")
-    extra = {"step": {"at", "from", "to"}, "square": {"low", "high", "period"},
-             "random_walk": {"low", "high", "step", "every", "seed", "initial"},
-             "uniform": {"low", "high", "every", "seed"}}[name]
+    extra = GENERATOR_KEYS[name]
     check_keys(item, {"generator", "start"} | extra | target_keys, path)
     key = "rate" if target[0] == "link" else "speed"
 
     def value(k):
         if k not in item:
-            raise error(p(k), f"missing: the {name} generator needs {', '.join(sorted(extra - {'seed', 'initial'}))}")
+            needed = ", ".join(sorted(extra - {"seed", "initial"}))
+            raise error(p(k), f"missing: the {name} generator needs {needed}")
         if key == "rate":
             try:
                 v = parse_rate(item[k])

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 import yaml
 
 from testbed import spec as specmod
+from testbed.dynamics import SEEDED_GENERATORS
 from testbed.experiment import UNKEYED_AT_DEFAULT
 from testbed.runfolder import RunFolder, is_run_folder
 from testbed.units import format_rate, parse_rate
@@ -52,7 +53,6 @@ from testbed.units import format_rate, parse_rate
 log = logging.getLogger(__name__)
 RECIPE_KEYS = {"id", "title", "base", "axes", "set", "quick", "description"}
 TRANSFORMS = ("worker_dcs", "workers", "bw_scale", "dynamics_every", "dynamics_seed", "variant")
-SEEDED_GENERATORS = ("uniform", "random_walk")
 TOP_KEYS = specmod.TOP_KEYS
 
 
@@ -309,46 +309,24 @@ class Planned:
 
 
 def plan(recipe, sweep_dir):
-    """Write each setting's topo.yaml, validate it, and key it.  A setting
-    that cannot be made takes back what this call wrote: a recipe refused
-    leaves no trace."""
+    """Validate and key every setting, then write each one's topo.yaml: a
+    recipe refused at any setting leaves no trace."""
     specs = os.path.join(sweep_dir, "specs")
-    missing = missing_folders(specs)
+    made = []
+    for setting in recipe.settings():
+        text = yaml.safe_dump(setting_document(recipe, setting), sort_keys=False)
+        path = os.path.abspath(os.path.join(specs, f"{setting.label}.yaml"))
+        try:
+            made.append((setting, path, text, specmod.loads(text, source=path, default_name=setting.label)))
+        except specmod.SpecError as e:
+            raise RecipeError(f"setting {setting.label}: {e}") from None
     os.makedirs(specs, exist_ok=True)
-    out, written = [], []
-    try:
-        for setting in recipe.settings():
-            doc = setting_document(recipe, setting)
-            path = os.path.join(specs, f"{setting.label}.yaml")
-            if not os.path.exists(path):
-                written.append(path)
-            with open(path, "w") as f:
-                yaml.safe_dump(doc, f, sort_keys=False)
-            try:
-                spec = specmod.load(path)
-            except specmod.SpecError as e:
-                raise RecipeError(f"setting {setting.label}: {e}") from None
-            key = spec_key(spec)
-            out.append(Planned(setting, spec, key, os.path.join(sweep_dir, f"{setting.label}-{key}")))
-    except RecipeError:
-        for path in written:
-            os.remove(path)
-        for folder in missing:
-            with contextlib.suppress(OSError):      # a folder something else wrote into stays
-                os.rmdir(folder)
-        raise
-    return out
-
-
-def missing_folders(path):
-    """`path` and those of its parents that do not exist yet, deepest first."""
     out = []
-    while path and not os.path.exists(path):
-        out.append(path)
-        parent = os.path.dirname(path)
-        if parent == path:
-            break
-        path = parent
+    for setting, path, text, spec in made:
+        with open(path, "w") as f:
+            f.write(text)
+        key = spec_key(spec)
+        out.append(Planned(setting, spec, key, os.path.join(sweep_dir, f"{setting.label}-{key}")))
     return out
 
 
