@@ -20,6 +20,13 @@ whose header asks for `stamp` gets the wall-clock time its first chunk
 left that queue as `sent`, and the receiver adds `arrived` when its last
 chunk is in: a one-way transfer time free of the time it queued.
 
+Low priorities (`send(..., priority=1 or more)`, copies that help only
+on an idle connection): such a message waits for every lower number
+queued to the peer, and with `low_gate` set, also until the kernel holds
+fewer than that many bytes for the peer (TIOCOUTQ on the connection's
+socket), so a message of priority 0 that comes later waits behind at
+most that much in the kernel rather than a whole send buffer.
+
 Pacing (`set_rate(peer, bits_per_s)`, for coflow schedulers and planners
 that give each sender a rate per peer): a paced peer's messages wait in its
 application queue in either mode, and a token bucket over payload bytes
@@ -33,9 +40,12 @@ kernel a little above that rate (agents.kernel_pacing), so the chunks the
 bucket releases leave as evenly spaced packets rather than as bursts.
 """
 
+import fcntl
 import itertools
 import json
 import math
+import struct
+import termios
 import threading
 import time
 from dataclasses import dataclass, field
@@ -53,6 +63,9 @@ XFER_LOG_MIN_BYTES = 64 * 1024
 # Kernel send buffer of a queued socket: small, so the backlog stays in the
 # application queue where it can be seen.
 QUEUED_SNDBUF = 256 * 1024
+# Seconds between looks at a connection whose low-priority head waits for
+# the kernel's queue to drain below `low_gate`.
+GATE_RECHECK = 0.02
 # Seconds a closing endpoint waits, at most, for its queued messages to leave.
 CLOSE_LINGER = 60.0
 # Seconds of its rate a paced sender woken late may make up
@@ -93,6 +106,7 @@ class _Outgoing:
     chunks: list
     next: int = 0
     queued_at: float = 0.0           # monotonic time it entered the queue
+    priority: float = 0              # agents.fairqueue: 1 and above only use an idle connection
 
 
 @dataclass
@@ -139,6 +153,10 @@ class Endpoint:
         self.buckets = {}             # peer -> TokenBucket of a paced peer
         self.meters = {}              # peer -> _PaceMeter
         self.capped = set()           # peers whose connection the kernel paces
+        self.obsolete = None          # header -> True: a queued message no longer needed (pump)
+        self.dropped = 0              # messages pump dropped as obsolete
+        self.low_gate = None          # bytes: priority 1 and above waits while the kernel holds this many
+        self._fds = {}                # peer -> (its connections' descriptors, when looked up)
         self.name = name
         self.chunk_bytes = int(chunk_bytes)
         self.dead_after = dead_after
@@ -182,13 +200,14 @@ class Endpoint:
 
     # ----------------------------------------------------------- sending
 
-    def send(self, peer, header, payload=None, flow=None, weight=1.0):
+    def send(self, peer, header, payload=None, flow=None, weight=1.0, priority=0):
         """Send a header and optional numpy array to a peer, in chunks.
         Returns immediately; ZeroMQ moves the bytes.  The array must not be
         changed until the peer has it (callers send fresh arrays).  Where
         messages wait in the peer's queue (queued mode, paced peers), those
         of different `flow`s share the connection in proportion to their
-        `weight` (agents.fairqueue); without a flow they keep their order."""
+        `weight`, and a higher `priority` number waits for every lower one
+        (agents.fairqueue); without a flow they keep their order."""
         sock = self.dealers[peer]
         msg = next(self._msg_ids)
         if payload is None:
@@ -205,8 +224,9 @@ class Endpoint:
             self._send_chunks(sock, out, block=True)
             return
         out.queued_at = time.monotonic()
-        queue.append(out, flow, weight, 0 if payload is None else arr.nbytes)
-        if len(queue) == 1:
+        out.priority = priority
+        queue.append(out, flow, weight, 0 if payload is None else arr.nbytes, priority)
+        if len(queue) == 1 or self.low_gate is not None:   # a gated head may have been put back
             self.pump(peer)
 
     def set_rate(self, peer, bits_per_s, burst=None, kernel=0.0):
@@ -299,21 +319,59 @@ class Endpoint:
 
     def pump(self, peer):
         """Move queued chunks to peer's socket while it takes them and its
-        bucket (if paced) lets them go."""
+        bucket (if paced) lets them go.  A message none of which has left
+        is dropped instead when `obsolete(header)` says it is no longer
+        needed (set by whoever sends copies that may be overtaken)."""
         queue = self.outgoing.get(peer)
         while queue:
-            if not self._send_chunks(self.dealers[peer], queue[0], block=False, peer=peer):
+            head = queue[0]
+            if self.obsolete is not None and head.next == 0 and self.obsolete(head.meta):
+                queue.popleft()
+                self.dropped += 1
+                continue
+            if self._gated(peer, head):
+                queue.put_back()
+                return
+            if not self._send_chunks(self.dealers[peer], head, block=False, peer=peer):
                 return
             queue.popleft()
 
     def _release_wait(self, peer, now):
-        """Seconds until peer's paced queue may release its next chunk."""
+        """Seconds until peer's paced queue may release its next chunk, or
+        its gated head may be looked at again."""
         bucket = self.buckets.get(peer)
         queue = self.outgoing.get(peer)
-        if bucket is None or not queue or not queue[0].chunks:
+        if not queue:
+            return 0.0
+        if self._gated(peer, queue[0]):
+            queue.put_back()
+            return GATE_RECHECK
+        if bucket is None or not queue[0].chunks:
             return 0.0
         out = queue[0]
         return bucket.delay(out.chunks[out.next][1], now)
+
+    def _gated(self, peer, out):
+        """True while a low-priority message, none of it sent, must wait:
+        the kernel still holds `low_gate` bytes or more for the peer."""
+        if self.low_gate is None or out.priority < 1 or out.next > 0:
+            return False
+        return self._in_kernel(peer) >= self.low_gate
+
+    def _in_kernel(self, peer):
+        """Bytes the kernel holds for peer's connections, sent or not, not yet acknowledged."""
+        now = time.monotonic()
+        fds, found_at = self._fds.get(peer, ((), -math.inf))
+        if not fds and now - found_at > 1.0:       # not connected yet: look again now and then
+            fds = tuple(kernel_pacing.connected_to(*self.peers[peer]))
+            self._fds[peer] = (fds, now)
+        total = 0
+        for fd in fds:
+            try:
+                total += struct.unpack("i", fcntl.ioctl(fd, termios.TIOCOUTQ, b"\0" * 4))[0]
+            except OSError:
+                self._fds.pop(peer, None)             # closed: found again next time
+        return total
 
     def queue_length(self, peer):
         """Messages waiting for peer, the one being sent included."""

@@ -22,6 +22,17 @@ class Recorder:
         return total.copy()
 
 
+def assert_folded_once(rule, plan, exact):
+    """Every element of `plan` folded exactly once, with every contribution,
+    into `exact`."""
+    folded = np.full(plan.size, np.nan, np.float32)
+    for start, stop, count, total in rule.folds:
+        assert count == len(plan.contributors)
+        assert np.isnan(folded[start:stop]).all(), "an element was folded twice"
+        folded[start:stop] = total
+    np.testing.assert_array_equal(folded, exact)
+
+
 def deliver(nodes, messages, rng):
     """Deliver until no message is left; per ordered pair in FIFO order."""
     queues = {}

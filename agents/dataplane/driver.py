@@ -52,6 +52,11 @@ class DataPlane:
         self.kernel_pace = getattr(node, "kernel_pace", 0.0)
         self.route = getattr(node, "route", None)
         self.flow_of = getattr(node, "flow_of", None)
+        # Copies that only help on an idle connection go at a lower priority, and
+        # the transport drops those queued that something else has overtaken.
+        self.priority_of = getattr(node, "priority_of", None)
+        endpoint.obsolete = getattr(node, "obsolete", None)
+        endpoint.low_gate = getattr(node, "low_gate", None)
         traces = getattr(node, "traces_pieces", None)
         self.traced = {} if traces is not None and traces() else None   # it -> {(piece, kind, sender): row}
 
@@ -66,7 +71,8 @@ class DataPlane:
             if self.route is not None:
                 dst, header = self.route(dst, header, self.ep.queue_length)
             flow, weight = self.flow_of(header) if self.flow_of is not None else (None, 1.0)
-            self.ep.send(dst, header, payload, flow=flow, weight=weight)
+            priority = self.priority_of(header) if self.priority_of is not None else 0
+            self.ep.send(dst, header, payload, flow=flow, weight=weight, priority=priority)
 
     def iteration(self, it, contribution=None, stop=False):
         """Play this node's part in iteration `it`.  Returns (new model or

@@ -39,6 +39,25 @@ def segments(start, stop, segment):
     return [(a, min(a + segment, stop)) for a in range(start, stop, segment)]
 
 
+def sum_in_order(state, order, key, source, values):
+    """Add `values` from `source` to segment `key`'s sum (`state.acc`) in
+    `order`, holding it back (`state.early`) while a source before it is
+    still missing; `state.summed` counts the sources in."""
+    early = state.early.setdefault(key, {})
+    early[source] = values
+    done = state.summed.get(key, 0)
+    while done < len(order) and order[done] in early:
+        part = early.pop(order[done])
+        if done == 0:
+            state.acc[key] = np.array(part, dtype=np.float32)
+        else:
+            state.acc[key] += part
+        done += 1
+    state.summed[key] = done
+    if not early:
+        del state.early[key]
+
+
 class _Iteration:
     def __init__(self, owed):
         self.acc = {}          # (piece, seg) -> float32 array: the sum of the first sources
@@ -184,7 +203,7 @@ class TreeNode:
         if key in state.sent_up:
             raise AggregationError(f"{self.name}: a contribution to piece {i} segment {j} of "
                                    f"iteration {it} arrived after it was complete")
-        self._sum_in_order(state, i, key, source, values)
+        sum_in_order(state, self.sum_order[i], key, source, values)
         state.count[key] = state.count.get(key, 0) + count
         state.stop[key] = state.stop.get(key, False) or bool(stop)
         state.started[key] = max(state.started.get(key, 0.0), started)
@@ -213,22 +232,6 @@ class TreeNode:
         a, b = self.bounds[key]
         return self._down(it, state, i, j, self.fold(a, b, total, count), stop, started)
 
-    def _sum_in_order(self, state, i, key, source, values):
-        """Add `values` from `source` to the segment's sum in sum order,
-        holding it back while a source before it is still missing."""
-        early = state.early.setdefault(key, {})
-        early[source] = values
-        order, done = self.sum_order[i], state.summed.get(key, 0)
-        while done < len(order) and order[done] in early:
-            part = early.pop(order[done])
-            if done == 0:
-                state.acc[key] = np.array(part, dtype=np.float32)
-            else:
-                state.acc[key] += part
-            done += 1
-        state.summed[key] = done
-        if not early:
-            del state.early[key]
 
     def _down(self, it, state, i, j, values, stop, started):
         key = (i, j)

@@ -167,11 +167,15 @@ class Node:
         it, v = header["it"], header["version"]
         if "policy" in header:
             self.policies[v] = header["policy"]
-            plan = self.scheme.plan_of(header["policy"], self.layout)
-            self.trees[v] = TreeNode(self.name, plan, self.segment(header["policy"]), sum_at_root)
+            self.trees[v] = self.executor(header["policy"])
             self.latest = v
         self.version_of[it] = v
         return self._begin(it) if it in self.pending else []
+
+    def executor(self, policy):
+        """The executor of a released policy's plan."""
+        plan = self.scheme.plan_of(policy, self.layout)
+        return TreeNode(self.name, plan, self.segment(policy), sum_at_root)
 
     def segment(self, policy):
         """Elements per segment under a policy: one segment per piece."""

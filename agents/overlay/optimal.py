@@ -136,6 +136,21 @@ runs with it took 2.58-2.87x t_lb as the links were (about 900 segments
 detoured in each), two without it 2.75x and 2.78x, in one session
 (`results/planner-figure/README.md`): no gain beyond the runs' spread.
 
+With `backfill: 1` a volatile plan also gives every slice a second pair
+of trees to the same root (`backfill_trees`: the cheapest arborescences
+where each link costs the time a byte takes on it, `backfill_overlap`
+times as much where the slice's own tree of that kind crosses it), and
+runs on `agents/dataplane/backfill`: a segment's sum goes up whichever
+lane completes first, backup copies go at a lower priority, later
+segments first, only while the kernel holds less than `backfill_gate`
+bytes for the connection, and only once a node has `backfill_after` of
+the iteration's new values; copies overtaken are dropped from the queue.
+Where the text is silent (its plans are fixed), we choose this.  It is
+off by default: on the 10 s WAN it gained nothing (3.05x `t_lb` pooled
+over three draws with it and without it), since a plan's slices there
+finish within the last half of a synchronization and leave a backup
+little to take (`results/planner-figure/README.md`).
+
 `trace_pieces: 1` has every node log when each piece's segments arrived
 from each peer, per iteration (`agents/dataplane/driver.py`): where a
 slice waited on its way through the trees.
@@ -156,7 +171,8 @@ OPTIONS = {"keep": 2, "trade_rate": 1, "pipeline": 4, "min_segment": 4096, "fill
            "rtt_memory": 60.0, "settle_readings": 3,
            "replan": 1, "hold_iterations": 2.0, "volatile_memory": 60.0, "volatile_pace": 0,
            "trace_pieces": 0, "kernel_pace": 0.0, "overheads": 0,
-           "multipath": 0, "queue_limit": 1, "detour_hops": 2}
+           "multipath": 0, "queue_limit": 1, "detour_hops": 2, "backfill": 0, "backfill_overlap": 4.0,
+           "backfill_gate": 65536, "backfill_after": 0.5}
 RANGES = {"keep": (1, 64), "trade_rate": (0, 1), "pipeline": (1, 1024), "min_segment": (1, 10**9),
           "fill_aware": (0.0, 1.0),
           "pace": (0, 1), "pace_share": (0.1, 10.0), "check_period": (0.1, 3600.0),
@@ -164,7 +180,9 @@ RANGES = {"keep": (1, 64), "trade_rate": (0, 1), "pipeline": (1, 1024), "min_seg
           "rtt_memory": (0.0, 3600.0), "settle_readings": (0, 3), "replan": (0, 1),
           "hold_iterations": (0.0, 1000.0), "volatile_memory": (0.0, 3600.0), "volatile_pace": (0, 1),
           "trace_pieces": (0, 1), "kernel_pace": (0.0, 4.0), "overheads": (0, 1),
-          "multipath": (0, 1), "queue_limit": (1, 10**4), "detour_hops": (2, 64)}
+          "multipath": (0, 1), "queue_limit": (1, 10**4), "detour_hops": (2, 64), "backfill": (0, 1),
+          "backfill_overlap": (1.0, 1000.0), "backfill_gate": (1, 10**9),
+          "backfill_after": (0.0, 1.0)}
 
 servers_by_dc = ns.servers_by_dc
 overlay_dcs = ns.overlay_dcs
@@ -396,23 +414,25 @@ def segment_of(policy, layout):
     return max(int(option(layout, "min_segment")), int(finest), 1)
 
 
-def plan_of(policy, layout):
-    """The Plan of a policy: one piece per slice (see the module docstring)."""
+def plan_of(policy, layout, backup=False):
+    """The Plan of a policy: one piece per slice (see the module docstring);
+    with `backup`, the same pieces over the slices' backfill trees."""
     from agents.dataplane.plan import Piece, Plan
     nodes = servers_by_dc(layout)
     workers_in = {}
     for w, dc in layout.workers:
         workers_in.setdefault(dc, []).append(w)
+    up, down = ("backup_reduce", "backup_broadcast") if backup else ("reduce", "broadcast")
     pieces, start = [], 0
     for s, n in zip(policy["slices"], sizes_of(policy, layout)):
         if n == 0:
             continue
         parent = {w: nodes[dc] for w, dc in layout.workers}
-        parent.update({nodes[u]: nodes[v] for u, v in s["reduce"]})
+        parent.update({nodes[u]: nodes[v] for u, v in s[up]})
         children = {}
-        for u, v in s["broadcast"]:
+        for u, v in s[down]:
             children.setdefault(nodes[u], []).append(nodes[v])
-        for dc in {s["root"]} | {v for _, v in s["broadcast"]}:
+        for dc in {s["root"]} | {v for _, v in s[down]}:
             children.setdefault(nodes[dc], []).extend(sorted(workers_in.get(dc, [])))
         pieces.append(Piece(start, start + n, nodes[s["root"]], parent,
                             {k: sorted(v) for k, v in sorted(children.items())}))
@@ -438,6 +458,33 @@ def detour_routes(policy, speeds, order, layout):
                if 2 < len(p) <= most + 1 and not set(p[1:-1]) & crossed]
         out[key] = [[a, b]] + aux
     return out
+
+
+def backfill_trees(policy, speeds, order, layout):
+    """Give every slice of `policy` a backfill reduce and broadcast tree
+    rooted at its root (`agents/dataplane/backfill`): the cheapest
+    arborescences over the overlay DCs in `order`, where a connection costs
+    the time a byte takes on each link of the routers' path at the
+    estimated `speeds`, summed, a link that a connection of the slice's own
+    tree of that kind crosses counted `backfill_overlap` times; so the
+    backup goes around the links the primary depends on where other paths
+    exist.  Where the text is silent (its plans are fixed), we choose this."""
+    from agents.planning.arborescence import cheapest_arborescence
+    penalty = option(layout, "backfill_overlap")
+    paths = {arc: list(zip(path, path[1:])) for arc, path in route_paths(layout, order).items()}
+    paths = {arc: links for arc, links in paths.items() if all(speeds.get(link, 0) > 0 for link in links)}
+    for s in policy["slices"]:
+        for kind in ("reduce", "broadcast"):
+            crossed = {link for u, v in s[kind] for link in paths.get((u, v), [(u, v)])}
+            cost = {(a, b): sum((penalty if link in crossed else 1.0) / speeds[link] for link in links)
+                    for (a, b), links in paths.items()}
+            if kind == "broadcast":
+                tree = cheapest_arborescence(order, s["root"], cost)
+                s["backup_broadcast"] = sorted([u, v] for u, v in tree)
+            else:                        # an in-tree: the out-tree of the arcs turned round
+                tree = cheapest_arborescence(order, s["root"], {(b, a): c for (a, b), c in cost.items()})
+                s["backup_reduce"] = sorted([v, u] for u, v in tree)
+    return policy
 
 
 def usable_share(layout):

@@ -3,8 +3,13 @@
 sampling, pacing each connection of this DC's server at its planned load
 from the iteration a plan is released for, and taking NetStorm's backlog
 detours only under a plan that carries them (a volatile WAN's, `optimal`):
-a steady plan holds every connection to its planned path."""
+a steady plan holds every connection to its planned path.  A plan that
+carries backfill trees (a volatile WAN's with `backfill: 1`,
+`optimal.backfill_trees`) runs on `agents/dataplane/backfill`: its backup
+copies go after everything else on a connection, and those overtaken are
+dropped from the queue."""
 
+from agents.dataplane.backfill import BACKUP, BackfillNode
 from agents.overlay import netstorm_node, optimal
 
 
@@ -16,11 +21,52 @@ class Node(netstorm_node.Node):
         self.rates = None
         self.kernel_pace = optimal.option(layout, "kernel_pace")
         self.weights = {}         # version -> [planned rate of each piece]
+        self.finished = set()     # iterations this node is done with
+        if self.opt["backfill"]:  # backup copies wait for the kernel's queue to drain this far
+            self.low_gate = int(self.opt["backfill_gate"])
+            self.counters.update(folded_primary=0, folded_backup=0)
+        else:                     # nothing for the transport to rank or drop
+            self.priority_of = self.obsolete = None
         if not self.opt["multipath"]:
             self.route = None     # every connection held to its planned path, at no cost per message
 
     def segment(self, policy):
         return optimal.segment_of(policy, self.layout)
+
+    def executor(self, policy):
+        if not policy["slices"] or "backup_reduce" not in policy["slices"][0]:
+            return super().executor(policy)
+        return BackfillNode(self.name, optimal.plan_of(policy, self.layout),
+                            optimal.plan_of(policy, self.layout, backup=True), self.segment(policy),
+                            netstorm_node.sum_at_root, counters=self.counters,
+                            after=self.opt["backfill_after"])
+
+    def on_message(self, sender, header, payload):
+        if self.opt["backfill"] and header.get("it") in self.finished \
+                and header.get("to", self.name) == self.name:
+            return []                   # a backfill copy that lost the race
+        return super().on_message(sender, header, payload)
+
+    def result(self, it):
+        self.finished.add(it)
+        return super().result(it)
+
+    def _executor_of(self, it):
+        v = self.version_of.get(it)
+        return self.trees.get(v) if v is not None else None
+
+    def priority_of(self, header):
+        tree = self._executor_of(header.get("it"))
+        return tree.priority_of(header) if isinstance(tree, BackfillNode) else 0
+
+    def obsolete(self, header):
+        """A queued message a backfilled plan no longer needs sent."""
+        if "to" in header:              # relayed for another server, which may still need it
+            return False
+        if header.get("it") in self.finished:
+            return header.get("type") == "agg" or header.get("lane") == BACKUP
+        tree = self._executor_of(header.get("it"))
+        return isinstance(tree, BackfillNode) and tree.obsolete(header)
 
     def _mark(self, messages):
         return messages
@@ -56,7 +102,7 @@ class Node(netstorm_node.Node):
         if kind not in ("agg", "dist") or header.get("it") not in self.version_of:
             return None, 1.0
         v = self.version_of[header["it"]]
-        return (v, header["piece"], kind), self.weights[v][header["piece"]]
+        return (v, header["piece"], kind, header.get("lane")), self.weights[v][header["piece"]]
 
     def traces_pieces(self):
         return bool(self.opt["trace_pieces"])

@@ -151,6 +151,8 @@ class Policy(netstorm_policy.Policy):
             not self.volatile or bool(optimal.option(self.layout, "volatile_pace")))
         if self.volatile and optimal.option(self.layout, "multipath"):
             policy["routes"] = optimal.detour_routes(policy, speeds, self.order, layout)
+        if self.volatile and optimal.option(self.layout, "backfill") and not policy["guessed"]:
+            optimal.backfill_trees(policy, speeds, self.order, layout)
         return policy
 
     def _adopt(self, policy, speeds):

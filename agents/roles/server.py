@@ -43,7 +43,8 @@ def aggregate(cfg, log):
                 break
         linger(plane, node, log)
         log("done", iterations=it, bytes_in=sum(plane.ep.bytes_received.values()),
-            bytes_out=sum(plane.ep.bytes_sent.values()), **getattr(node, "counters", {}))
+            bytes_out=sum(plane.ep.bytes_sent.values()), dropped=plane.ep.dropped,
+            **getattr(node, "counters", {}))
         finished = True
     finally:
         # Only a normal end waits for its last data to leave.

@@ -13,7 +13,7 @@ from agents.dataplane.plan import Piece, Plan, PlanError, even_cuts
 from agents.dataplane.tree import AggregationError, TreeNode
 from agents.overlay import mlnet, ps
 from agents.overlay.layout import Layout
-from tests.dataplane_sim import Recorder, run_iteration
+from tests.dataplane_sim import Recorder, assert_folded_once, run_iteration
 
 
 def nodes_of(plan, segment, rule):
@@ -30,12 +30,7 @@ def check_exact(plan, segment, seed):
     given_ = contributions(plan, rng)
     results = run_iteration(nodes_of(plan, segment, rule), given_, seed=seed)
     exact = sum(given_.values())
-    folded = np.full(plan.size, np.nan, np.float32)
-    for start, stop, count, total in rule.folds:
-        assert count == len(plan.contributors)
-        assert np.isnan(folded[start:stop]).all(), "an element was folded twice"
-        folded[start:stop] = total
-    np.testing.assert_array_equal(folded, exact)
+    assert_folded_once(rule, plan, exact)
     for name, values in results.items():
         np.testing.assert_array_equal(values, exact, err_msg=name)
 

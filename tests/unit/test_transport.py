@@ -205,3 +205,62 @@ def test_heartbeats_come_ten_times_within_dead_after_but_not_more_often_than_twi
             assert ep.heartbeat_interval == pytest.approx(beat)
         finally:
             ep.close(drain=False)
+
+
+PEER_THAT_PRINTS = """
+import sys
+from agents.transport import Endpoint
+b = Endpoint("b", "127.0.0.1", int(sys.argv[1]), {"a": ("127.0.0.1", int(sys.argv[2]))},
+             chunk_bytes=64 * 1024)
+print("ready", flush=True)
+while True:
+    m = b.recv()
+    print(m.header.get("tag"), flush=True)
+    if m.header.get("tag") == "end":
+        break
+b.close()
+"""
+
+
+def test_a_low_priority_message_waits_while_the_kernel_holds_the_gate_and_a_later_one_goes_first():
+    # The peer is stopped (SIGSTOP): its receive buffer fills and the rest of
+    # a 300 kB message stays in our kernel.  A low-priority message then waits
+    # in the application queue, and a priority-0 one sent after it leaves
+    # first; without the gate the low one would be the head, and stay it.
+    import os
+    import signal
+    import subprocess
+    import sys
+    orders = {}
+    for gate in (64 * 1024, None):
+        pa, pb = free_port(), free_port()
+        peer = subprocess.Popen([sys.executable, "-c", PEER_THAT_PRINTS, str(pb), str(pa)],
+                                stdout=subprocess.PIPE, text=True,
+                                cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+        a = Endpoint("a", "127.0.0.1", pa, {"b": ("127.0.0.1", pb)}, chunk_bytes=64 * 1024, queued=True)
+        a.low_gate = gate
+        try:
+            assert peer.stdout.readline().strip() == "ready"
+            a.send("b", {"type": "t", "tag": "hello"})
+            a.flush(timeout=10)
+            assert peer.stdout.readline().strip() == "hello"
+            os.kill(peer.pid, signal.SIGSTOP)
+            a.send("b", {"type": "t", "tag": "fill"}, np.zeros(75_000, np.float32))
+            a.flush(timeout=5)
+            held = a._in_kernel("b")
+            assert a.queue_length("b") == 0, "the fill did not leave the application queue"
+            a.send("b", {"type": "t", "tag": "low"}, np.zeros(1000, np.float32), priority=1)
+            a.flush(timeout=0.3)
+            a.send("b", {"type": "t", "tag": "main"}, np.zeros(1000, np.float32))
+            a.flush(timeout=0.3)
+            os.kill(peer.pid, signal.SIGCONT)
+            a.send("b", {"type": "t", "tag": "end"}, priority=2)
+            a.flush(timeout=20)
+            orders[gate] = [peer.stdout.readline().strip() for _ in range(4)]
+            if gate:
+                assert held >= gate, f"the kernel held {held} bytes for a stopped peer"
+        finally:
+            os.kill(peer.pid, signal.SIGCONT)
+            peer.wait(timeout=20)
+            a.close()
+    assert orders == {64 * 1024: ["fill", "main", "low", "end"], None: ["fill", "low", "main", "end"]}
