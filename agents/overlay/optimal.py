@@ -468,8 +468,10 @@ def backfill_trees(policy, speeds, order, layout):
     estimated `speeds`, summed, a link that a connection of the slice's own
     tree of that kind crosses counted `backfill_overlap` times; so the
     backup goes around the links the primary depends on where other paths
-    exist.  Where the text is silent (its plans are fixed), we choose this."""
-    from agents.planning.arborescence import cheapest_arborescence
+    exist.  Where the text is silent (its plans are fixed), we choose this.
+    Where links with no estimated rate leave a DC unreachable, no slice
+    gets a backup: a plan's slices all have one or none."""
+    from agents.planning.arborescence import NoArborescence, cheapest_arborescence
     penalty = option(layout, "backfill_overlap")
     paths = {arc: list(zip(path, path[1:])) for arc, path in route_paths(layout, order).items()}
     paths = {arc: links for arc, links in paths.items() if all(speeds.get(link, 0) > 0 for link in links)}
@@ -478,12 +480,18 @@ def backfill_trees(policy, speeds, order, layout):
             crossed = {link for u, v in s[kind] for link in paths.get((u, v), [(u, v)])}
             cost = {(a, b): sum((penalty if link in crossed else 1.0) / speeds[link] for link in links)
                     for (a, b), links in paths.items()}
-            if kind == "broadcast":
-                tree = cheapest_arborescence(order, s["root"], cost)
-                s["backup_broadcast"] = sorted([u, v] for u, v in tree)
-            else:                        # an in-tree: the out-tree of the arcs turned round
-                tree = cheapest_arborescence(order, s["root"], {(b, a): c for (a, b), c in cost.items()})
-                s["backup_reduce"] = sorted([v, u] for u, v in tree)
+            try:
+                if kind == "broadcast":
+                    tree = cheapest_arborescence(order, s["root"], cost)
+                    s["backup_broadcast"] = sorted([u, v] for u, v in tree)
+                else:                    # an in-tree: the out-tree of the arcs turned round
+                    tree = cheapest_arborescence(order, s["root"], {(b, a): c for (a, b), c in cost.items()})
+                    s["backup_reduce"] = sorted([v, u] for u, v in tree)
+            except NoArborescence:
+                for t in policy["slices"]:
+                    t.pop("backup_reduce", None)
+                    t.pop("backup_broadcast", None)
+                return policy
     return policy
 
 

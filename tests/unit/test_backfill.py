@@ -237,6 +237,10 @@ def test_backfill_trees_go_around_the_arcs_the_primary_uses_where_they_can():
     assert s["backup_reduce"] == [["d1", "d0"], ["d2", "d1"], ["d3", "d2"]]
     backup = optimal.plan_of({**policy, "finish": 1.0}, dataclasses.replace(layout, size=8), backup=True)
     assert backup.pieces[0].root == "d0-s0"
+    # With d2 -> d3 unestimated (0), d3 cannot be reached: no slice gets a backup.
+    again = {"slices": [{k: v for k, v in s.items() if not k.startswith("backup")} for _ in range(2)]}
+    optimal.backfill_trees(again, {**speeds, ("d2", "d3"): 0.0}, order, layout)
+    assert not any(k.startswith("backup") for t in again["slices"] for k in t)
 
 
 def test_a_volatile_plan_on_estimates_runs_backfilled_and_sums_every_contribution_once():
