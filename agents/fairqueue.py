@@ -19,7 +19,7 @@ not move the tags of a higher one.
 The head, once picked, stays the head until it is removed (its chunks may
 be on the wire already, and messages are never interleaved) or put back
 before any of it has left.  It has the
-deque operations the transport uses: len, [0] and popleft.
+deque operations the transport uses: len, [0] and popleft, and put_back.
 """
 
 import heapq
