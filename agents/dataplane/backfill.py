@@ -38,7 +38,7 @@ did not could wait forever for a partial sum its children dropped).
 
 import numpy as np
 
-from agents.dataplane.tree import AggregationError, TreeNode, segments, sum_in_order
+from agents.dataplane.tree import AggregationError, TreeNode, gather, segments, take_own
 
 PRIMARY, BACKUP, BOTH = 0, 1, 2
 
@@ -82,9 +82,7 @@ class BackfillNode:
         self.segs = [(i, j, a, b) for i, p in enumerate(plan.pieces)
                      for j, (a, b) in enumerate(segments(p.start, p.stop, segment))]
         self.bounds = {(i, j): (a, b) for i, j, a, b in self.segs}
-        self.per_piece = {}
-        for i, j, _, _ in self.segs:
-            self.per_piece[i] = j + 1
+        self.per_piece = {i: len(segments(p.start, p.stop, segment)) for i, p in enumerate(plan.pieces)}
         self.expected, self.agg_from, self.child_counts, self.sum_order = {}, {}, {}, {}
         for lane, lp in enumerate(self.lanes):
             for i, p in enumerate(lp.pieces):
@@ -196,12 +194,7 @@ class BackfillNode:
         out = []
         if not self.contributor:
             return out
-        if contribution is None or contribution.size != self.plan.size:
-            raise ValueError(f"{self.name} must contribute a vector of {self.plan.size} values")
-        if state.own:
-            raise AggregationError(f"{self.name} contributed twice to iteration {it}")
-        state.own = True
-        state.values = np.empty(self.plan.size, np.float32)
+        take_own(self.name, self.plan.size, state, it, contribution)
         for i, j, a, b in self.segs:
             for lane in self._lanes_of(i):
                 out += self._add(it, state, lane, i, j, self.name, contribution[a:b], 1, stop, started)
@@ -252,19 +245,12 @@ class BackfillNode:
                                    f"iteration {it} arrived after lane {lane} had sent it up")
         if (lane, i) not in self.expected:
             raise AggregationError(f"{self.name} does not sum piece {i} in lane {lane}")
-        sum_in_order(state, self.sum_order[(lane, i)], key, source, values)
-        state.count[key] = state.count.get(key, 0) + count
-        state.stop[key] = state.stop.get(key, False) or bool(stop)
-        state.started[key] = max(state.started.get(key, 0.0), started)
-        want = self.expected[(lane, i)]
-        if state.count[key] > want:
-            raise AggregationError(f"{self.name}: piece {i} segment {j} of iteration {it} holds "
-                                   f"{state.count[key]} contributions in lane {lane}, more than {want}")
-        if state.count[key] < want or (self.contributor and not state.own):
+        complete = gather(state, self.sum_order[(lane, i)], key, source, values, count, stop, started,
+                          self.expected[(lane, i)], self.contributor,
+                          lambda: f"{self.name}: piece {i} segment {j} of iteration {it} in lane {lane}")
+        if complete is None:
             return []
-        state.summed.pop(key)
-        total, count = state.acc.pop(key), state.count.pop(key)
-        stop, started = state.stop.pop(key), state.started.pop(key)
+        total, count, stop, started = complete
         state.sent_up.add(key)
         piece = self.lanes[lane].pieces[i]
         if piece.root != self.name:

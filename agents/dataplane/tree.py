@@ -39,6 +39,37 @@ def segments(start, stop, segment):
     return [(a, min(a + segment, stop)) for a in range(start, stop, segment)]
 
 
+def take_own(name, size, state, it, contribution):
+    """Check a contributor's vector for iteration `it` and mark it in
+    `state`, whose `values` will hold the new model."""
+    if contribution is None or contribution.size != size:
+        raise ValueError(f"{name} must contribute a vector of {size} values")
+    if state.own:
+        raise AggregationError(f"{name} contributed twice to iteration {it}")
+    state.own = True
+    state.values = np.empty(size, np.float32)
+
+
+def gather(state, order, key, source, values, count, stop, started, want, contributor, where):
+    """Add a source's partial sum of `count` contributions to segment
+    `key` (in `order`, `sum_in_order`), or-ing its stop wish and keeping
+    the latest start; once the segment holds the `want` contributions of
+    this node's subtree (its own among them for a `contributor`), take it
+    out of `state` and return (sum, count, stop, started), else None.
+    `where()` names the segment in the error for too many contributions
+    (formatted only then: this runs for every message)."""
+    sum_in_order(state, order, key, source, values)
+    state.count[key] = state.count.get(key, 0) + count
+    state.stop[key] = state.stop.get(key, False) or bool(stop)
+    state.started[key] = max(state.started.get(key, 0.0), started)
+    if state.count[key] > want:
+        raise AggregationError(f"{where()} holds {state.count[key]} contributions, more than {want}")
+    if state.count[key] < want or (contributor and not state.own):
+        return None
+    state.summed.pop(key)
+    return state.acc.pop(key), state.count.pop(key), state.stop.pop(key), state.started.pop(key)
+
+
 def sum_in_order(state, order, key, source, values):
     """Add `values` from `source` to segment `key`'s sum (`state.acc`) in
     `order`, holding it back (`state.early`) while a source before it is
@@ -160,12 +191,7 @@ class TreeNode:
         state = self._it(it)
         out = []
         if self.contributor:
-            if contribution is None or contribution.size != self.plan.size:
-                raise ValueError(f"{self.name} must contribute a vector of {self.plan.size} values")
-            if state.own:
-                raise AggregationError(f"{self.name} contributed twice to iteration {it}")
-            state.own = True
-            state.values = np.empty(self.plan.size, np.float32)
+            take_own(self.name, self.plan.size, state, it, contribution)
             for i, j, a, b in self.segs:
                 out += self._add(it, state, i, j, self.name, contribution[a:b], 1, stop, started)
         return out
@@ -203,21 +229,12 @@ class TreeNode:
         if key in state.sent_up:
             raise AggregationError(f"{self.name}: a contribution to piece {i} segment {j} of "
                                    f"iteration {it} arrived after it was complete")
-        sum_in_order(state, self.sum_order[i], key, source, values)
-        state.count[key] = state.count.get(key, 0) + count
-        state.stop[key] = state.stop.get(key, False) or bool(stop)
-        state.started[key] = max(state.started.get(key, 0.0), started)
-        want = self.expected[i]
-        if state.count[key] > want:
-            raise AggregationError(f"{self.name}: piece {i} segment {j} of iteration {it} holds "
-                                   f"{state.count[key]} contributions, more than {want}")
-        if state.count[key] < want or (self.contributor and not state.own):
+        complete = gather(state, self.sum_order[i], key, source, values, count, stop, started,
+                          self.expected[i], self.contributor,
+                          lambda: f"{self.name}: piece {i} segment {j} of iteration {it}")
+        if complete is None:
             return []
-        state.summed.pop(key)
-        total = state.acc.pop(key)
-        count = state.count.pop(key)
-        stop = state.stop.pop(key)
-        started = state.started.pop(key)
+        total, count, stop, started = complete
         state.sent_up.add(key)
         state.owed -= 1
         piece = self.plan.pieces[i]
