@@ -62,13 +62,15 @@ def processes_of_head(temp_dir):
 
 
 def stop_head(temp_dir):
-    for sig in (signal.SIGTERM, signal.SIGKILL):
+    # Ray's GCS server and its autoscaler monitor are still up 10 s after a
+    # SIGTERM, so the grace before SIGKILL is short.
+    for sig, grace in ((signal.SIGTERM, 2), (signal.SIGKILL, 10)):
         for pid in processes_of_head(temp_dir):
             try:
                 os.kill(pid, sig)
             except ProcessLookupError:
                 pass
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + grace
         while processes_of_head(temp_dir) and time.monotonic() < deadline:
             time.sleep(0.2)
 

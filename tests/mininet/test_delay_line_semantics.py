@@ -64,10 +64,13 @@ COUNTER = textwrap.dedent("""
     print("ready", flush=True)
     seqs = []
     s.settimeout(30.0)                              # the sender may be slow to start
+    last = int(sys.argv[1]) - 1
     try:
         while True:
             seqs.append(int(s.recv(64)))
-            s.settimeout(1.0)                       # over after 1 s of silence
+            # Over after 1 s of silence, or 0.5 s after the last datagram:
+            # far longer than any frame it could have overtaken waits.
+            s.settimeout(0.5 if seqs[-1] == last else 1.0)
     except socket.timeout:
         pass
     print(" ".join(map(str, seqs)), flush=True)
@@ -89,8 +92,8 @@ STREAM = textwrap.dedent("""
 def stream(net, count, gap, during=None):
     """Send `count` numbered datagrams east -> west, `gap` s apart; call
     `during` once they flow; returns the sequence numbers received, in order."""
-    receiver = net.node("west-w0").popen([sys.executable, "-c", COUNTER], stdout=subprocess.PIPE,
-                                         text=True)
+    receiver = net.node("west-w0").popen([sys.executable, "-c", COUNTER, str(count)],
+                                         stdout=subprocess.PIPE, text=True)
     assert receiver.stdout.readline().strip() == "ready"
     sender = net.node("east-w0").popen([sys.executable, "-c", STREAM, net.ip("west-w0"),
                                         str(count), str(gap)])
@@ -186,8 +189,10 @@ def lone_delay_line(request):
         assert json.loads(line) == {"ready": True, "pid": proc.pid}, proc.stderr.read()
         yield sock, proc
     finally:
+        # Killed, not terminated: the Python line takes up to a second to
+        # notice a SIGTERM, and a clean exit is the SIGTERM test's to check.
         if proc.poll() is None:
-            proc.terminate()
+            proc.kill()
         proc.wait(timeout=5)
         proc.stdout.close()
         proc.stderr.close()

@@ -124,10 +124,10 @@ def command(fd, line, timeout=15):
 @pytest.mark.timeout(600)
 def test_a_console_session_and_an_injection_change_links_and_speeds(tmp_path):
     path = topo(tmp_path, "stop: {iterations: 100000, time: 5min}")
-    # A 4 MB model: big enough to fill a 10 Mbit/s link, small enough for
-    # several iterations within the test.
+    # A 2 MB model: a DC's two workers keep a 10 Mbit/s link busy for 3 s a
+    # transfer, several of the sampler's seconds, and an iteration there is short.
     path_text = open(path).read().replace("workload: train", "workload: synthetic\n  compute_time: 100ms") \
-        .replace("model: mlp", "model: flat-1000000").replace("  dataset: digits\n", "")
+        .replace("model: mlp", "model: flat-500000").replace("  dataset: digits\n", "")
     open(path, "w").write(path_text)
     runs = tmp_path / "runs"
     pid, fd = pty.fork()
@@ -199,9 +199,10 @@ def test_a_console_session_and_an_injection_change_links_and_speeds(tmp_path):
 
 @pytest.mark.timeout(700)
 def test_a_short_cut_is_survived_and_a_long_one_fails_the_run_with_the_reason(tmp_path):
-    short = topo(tmp_path, "stop: {iterations: 100000, time: 20s}", "\n  dead_after: 4s",
-                 "  - {at: 10s, link: [virginia, tokyo], down: true}\n"
-                 "  - {at: 12s, link: [virginia, tokyo], up: true}\n")
+    # Training is under way within a second of the start, so the cut can come at 5 s.
+    short = topo(tmp_path, "stop: {iterations: 100000, time: 15s}", "\n  dead_after: 4s",
+                 "  - {at: 5s, link: [virginia, tokyo], down: true}\n"
+                 "  - {at: 7s, link: [virginia, tokyo], up: true}\n")
     runs = tmp_path / "short"
     r = subprocess.run(cli_argv("run", short, "--runs", str(runs)), capture_output=True, text=True,
                        timeout=300)
@@ -218,7 +219,7 @@ def test_a_short_cut_is_survived_and_a_long_one_fails_the_run_with_the_reason(tm
 
     long = tmp_path / "long.yaml"
     # The time limit is only a cap here: the dead link must end the run first.
-    long.write_text(open(short).read().replace("at: 12s", "at: 60s").replace("time: 20s", "time: 30s"))
+    long.write_text(open(short).read().replace("at: 7s", "at: 60s").replace("time: 15s", "time: 30s"))
     runs = tmp_path / "long"
     r = subprocess.run(cli_argv("run", str(long), "--runs", str(runs)), capture_output=True, text=True,
                        timeout=300)

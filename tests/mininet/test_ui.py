@@ -58,7 +58,8 @@ class LiveRun:
 def live(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("ui")
     topo = tmp / "topo.yaml"
-    topo.write_text(QUICKSTART.replace(STOP, "stop: {iterations: 100000, time: 14s}"))
+    # Long enough for the page tests, which are done within some 5 s of the page coming up.
+    topo.write_text(QUICKSTART.replace(STOP, "stop: {iterations: 100000, time: 10s}"))
     out, runs = tmp / "out.txt", tmp / "runs"
     with open(out, "w") as sink:
         proc = subprocess.Popen(cli_argv("run", str(topo), "--runs", str(runs), "--ui"),
