@@ -28,7 +28,14 @@ own generators, `--horizon` seconds), this plans with the planner's own
   few trees, and the fixed point is sought in a few rounds, so a reading
   can beat it at one start), but what it leaves to t_lb is what moving
   bytes between trees within a synchronization is worth;
-and prints, for each reading, the median over start times of the plan's
+and two plans that move bytes between trees as the links change
+(`dispatched_time`, the fluid time of `agents/dataplane/dispatch`):
+- `dispatched`: the `max` plan's own slices;
+- `family`: the slices of the `max`, `now`, `mean` and `equal` plans
+  together (`optimal.family_policy`; the planner's own readings of a
+  volatile WAN are the highest within 60 s and within 8 s, the mean and
+  its mean, `optimal_policy.readings`);
+and prints, for each, the median over start times of the plan's
 time on the links as they were divided by t_lb of the same links from
 the same start (`testbed.bounds.timeline.bound_while`, which lets every
 byte move between trees at any moment), and the median ratio of each
@@ -42,6 +49,8 @@ import argparse
 import dataclasses
 import statistics
 
+from scipy.optimize import linprog
+
 from agents.config import Peer
 from agents.overlay import optimal
 from agents.planning.evaluate import link_shares
@@ -51,6 +60,7 @@ from testbed.bounds.timeline import bound_while, time_to_carry, wan_states
 from testbed.runner import overlay_layout
 
 SPAN = 120.0        # seconds of the links' future a start's plans and bound may meet
+FAMILY = ("max", "now", "mean", "equal")    # the readings `optimal_policy.readings` plans a family on
 
 
 def layout_of(spec, elements):
@@ -124,6 +134,39 @@ def time_as_run(policy, layout, profile, start, model_bytes):
                for link, s in link_shares(policy["loads"], policy["rate"], layout.routes).items()) + extra
 
 
+def dispatched_time(policy, layout, profile, start, model_bytes):
+    """Seconds a dispatched `policy` (`agents/dataplane/dispatch`) takes in
+    the fluid model: at every moment its slices carry the most bytes a
+    second the links allow (an LP over the slices' rates, a slice loading
+    each link of its connections' paths once per byte for each connection
+    that crosses it), as a dispatcher that hands each block to a slice the
+    moment one can take it would; plus the plan's fills, as `time_as_run`.
+    It ignores how long a block takes to climb and descend its trees: the
+    time of a dispatcher that never waits on one."""
+    loads = []
+    for s in policy["slices"]:
+        load = {}
+        for u, v in s["reduce"] + s["broadcast"]:
+            path = layout.routes.get(f"{u}>{v}", [u, v])
+            for link in zip(path, path[1:]):
+                load[link] = load.get(link, 0) + 1
+        loads.append(load)
+    links = sorted({link for load in loads for link in load})
+    a_ub = [[load.get(link, 0) for load in loads] for link in links]
+    carried, fills = 0.0, policy["finish"] - model_bytes / policy["rate"]
+    for k, (t, wan) in enumerate(profile.states):
+        until = profile.states[k + 1][0] if k + 1 < len(profile.states) else float("inf")
+        if until <= start:
+            continue
+        lo = max(t, start)
+        rate = -linprog([-1.0] * len(loads), A_ub=a_ub, b_ub=[wan.links[link][0] for link in links],
+                        bounds=(0, None), method="highs").fun
+        if rate > 0 and carried + rate * (until - lo) >= model_bytes:
+            return lo + (model_bytes - carried) / rate - start + fills
+        carried += rate * (until - lo)
+    return float("inf")
+
+
 def blended(profile, start, memory, horizon, holds):
     """Each link's expected mean rate over the next `horizon` seconds: its
     rate now for the `holds` seconds it is expected to keep it, its mean
@@ -189,13 +232,16 @@ def main():
         # A redraw every `every` seconds, met at a random moment, holds for half of that.
         "blend": lambda start: blended(profile, start, args.memory, args.sync, args.every / 2),
         "equal": lambda start: equal(profile.mean(start - args.memory, start))}
-    rows = {name: [] for name in list(readings) + ["hindsight"]}
+    rows = {name: [] for name in list(readings) + ["hindsight", "dispatched", "family"]}
     start = args.memory
     while start + SPAN <= args.horizon:
         bound = profile.bound(start, model_bytes)
-        times = {name: time_as_run(plan(read(start), delays, layout), layout, profile, start, model_bytes)
-                 for name, read in readings.items()}
+        plans = {name: plan(read(start), delays, layout) for name, read in readings.items()}
+        times = {name: time_as_run(p, layout, profile, start, model_bytes) for name, p in plans.items()}
         times["hindsight"] = hindsight(profile, layout, delays, start, model_bytes, times["mean"])
+        times["dispatched"] = dispatched_time(plans["max"], layout, profile, start, model_bytes)
+        family = optimal.family_policy([plans[name] for name in FAMILY])
+        times["family"] = dispatched_time(family, layout, profile, start, model_bytes)
         for k, v in times.items():
             rows[k].append((v / bound, v / times["hindsight"]))
         print(f"start {start:6.1f} s  t_lb {bound:6.2f} s  " +

@@ -33,16 +33,43 @@ def assert_folded_once(rule, plan, exact):
     np.testing.assert_array_equal(folded, exact)
 
 
+def assert_every_node_done(nodes, given_, exact, it=0):
+    """Every node done with iteration `it`, and every contributor (a key
+    of `given_`) left with `exact`."""
+    for name, node in nodes.items():
+        assert node.done(it), f"{name} did not finish"
+        values, _, _ = node.result(it)
+        if name in given_:
+            np.testing.assert_array_equal(values, exact, err_msg=name)
+
+
+def take_one(queues, rng):
+    """(src, dst, header, payload): the next message of a sender-receiver
+    pair drawn at random from `queues` ({(src, dst): [(header, payload)]},
+    FIFO per pair, as TCP keeps it), removed."""
+    src, dst = rng.choice(sorted(queues))
+    header, payload = queues[(src, dst)].pop(0)
+    if not queues[(src, dst)]:
+        del queues[(src, dst)]
+    return src, dst, header, payload
+
+
+def start_all(nodes, it, contributions, rng, post):
+    """Start iteration `it` at every node in a random order, each
+    contributor with its vector; `post(src, messages)` takes what they send."""
+    order = sorted(nodes)
+    rng.shuffle(order)
+    for name in order:
+        post(name, nodes[name].start(it, contributions.get(name)))
+
+
 def deliver(nodes, messages, rng):
     """Deliver until no message is left; per ordered pair in FIFO order."""
     queues = {}
     for src, (dst, header, payload) in messages:
         queues.setdefault((src, dst), []).append((header, payload))
     while queues:
-        src, dst = rng.choice(sorted(queues))
-        header, payload = queues[(src, dst)].pop(0)
-        if not queues[(src, dst)]:
-            del queues[(src, dst)]
+        src, dst, header, payload = take_one(queues, rng)
         payload = None if payload is None else np.array(payload, copy=True)
         for out in nodes[dst].on_message(src, header, payload):
             queues.setdefault((dst, out[0]), []).append(out[1:])
@@ -163,3 +190,14 @@ def simulate(lay, iterations, seed, replan_chance, detour_chance, leave=False, n
             advance(dst)
     assert all(n == iterations for n in at.values()), f"stuck at {at}"
     return released, results, sums, nodes["coord"].decisions, detours[0]
+
+
+def assert_every_worker_exact(lay, iterations, seed, node_class, policy):
+    """`simulate` with no re-plans or detours; every worker of `lay` gets
+    the exact sum in every iteration."""
+    _, results, sums, _, _ = simulate(lay, iterations, seed, replan_chance=0.0, detour_chance=0.0,
+                                      node_class=node_class, policy=policy)
+    for it in range(iterations):
+        assert sorted(results[it]) == sorted(lay.worker_names)
+        for w, values in results[it].items():
+            np.testing.assert_array_equal(values, sums[it], err_msg=f"{w} iteration {it}")

@@ -70,6 +70,20 @@ def gather(state, order, key, source, values, count, stop, started, want, contri
     return state.acc.pop(key), state.count.pop(key), state.stop.pop(key), state.started.pop(key)
 
 
+def hear(state, key, sender, count, want, name, what):
+    """Record a child's partial sum of segment `key` at node `name`,
+    refusing a second one from the same child and one that holds other
+    than the `want` contributions of the child's subtree; `what()` names
+    the segment (formatted only then)."""
+    heard = state.heard.setdefault(key, set())
+    if sender in heard:
+        raise AggregationError(f"{sender} sent {what()} to {name} twice")
+    heard.add(sender)
+    if count != want:
+        raise AggregationError(f"{sender}'s partial sum of {what()} holds {count} contributions, not the "
+                               f"{want} of its subtree")
+
+
 def sum_in_order(state, order, key, source, values):
     """Add `values` from `source` to segment `key`'s sum (`state.acc`) in
     `order`, holding it back (`state.early`) while a source before it is
@@ -205,15 +219,8 @@ class TreeNode:
         if kind == "agg":
             if sender not in self.agg_from[i]:
                 raise AggregationError(f"{sender} is not a child of {self.name} for piece {i}")
-            heard = state.heard.setdefault((i, j), set())
-            if sender in heard:
-                raise AggregationError(f"{sender} sent piece {i} segment {j} of iteration {it} "
-                                       f"to {self.name} twice")
-            heard.add(sender)
-            if header["count"] != self.child_counts[i][sender]:
-                raise AggregationError(f"{sender}'s partial sum of piece {i} segment {j} holds "
-                                       f"{header['count']} contributions, not the "
-                                       f"{self.child_counts[i][sender]} of its subtree")
+            hear(state, (i, j), sender, header["count"], self.child_counts[i][sender], self.name,
+                 lambda: f"piece {i} segment {j} of iteration {it}")
             return self._add(it, state, i, j, sender, payload, header["count"], header["stop"],
                              header["started"])
         if kind == "dist":

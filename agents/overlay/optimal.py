@@ -151,6 +151,34 @@ over three draws with it and without it), since a plan's slices there
 finish within the last half of a synchronization and leave a backup
 little to take (`results/planner-figure/README.md`).
 
+With `dispatch: 1` a plan does not fix any tree's share: from the first
+plan on estimates (judging a WAN volatile takes some three iterations,
+which would run meanwhile on a plan that holds its shape), it is a
+family of slices, unpaced, those of the plans on four readings of the links
+(`optimal_policy.readings`: the planner's own reading, the highest
+within `estimate_memory`, the mean within `volatile_memory`, and every
+link at that mean's mean; `family_policy`), and the model is cut into blocks of `dispatch_block`
+elements that the coordinator gives to slices while the iteration runs
+(`agents/overlay/dispatcher`, `agents/dataplane/dispatch`):
+`dispatch_window` blocks to every slice at the start, fastest first,
+then each time one of a slice's blocks has reached every worker, that
+slice's next (with `dispatch_tail: 1`, near the end, none to a slice
+that would still carry it after the others have drained the rest).  A slice
+whose links are fast now thus carries more, and the family has trees for
+more of the rates a redraw brings: in the fluid model
+(`benchmarks/volatile_plans.py`, the 10 s WAN, 2.5 MB, 37 start times)
+the family dispatched takes a median 1.41x t_lb, the `max` plan's own
+slices dispatched 1.81x, and the `max` plan fixed 2.15x, though a fixed
+plan's time there lets each link carry its share whenever it can, which
+no tree's link does while the tree's other links wait.  A block is
+smaller than a fixed plan's segment: a slice's next block waits for its
+last to come down, so the blocks in flight must cover each slice's
+round trip, and large ones put most of the model in flight at once
+(measured in `results/planner-figure/README.md`).  Where the text is
+silent (its plans are fixed), we choose this.  It is off by default: on
+the 10 s WAN it took 2.81x `t_lb` pooled over the three draws against
+3.08x without it and NetStorm's 3.04x, short of the goal's 1.3x.
+
 `trace_pieces: 1` has every node log when each piece's segments arrived
 from each peer, per iteration (`agents/dataplane/driver.py`): where a
 slice waited on its way through the trees.
@@ -172,7 +200,8 @@ OPTIONS = {"keep": 2, "trade_rate": 1, "pipeline": 4, "min_segment": 4096, "fill
            "replan": 1, "hold_iterations": 2.0, "volatile_memory": 60.0, "volatile_pace": 0,
            "trace_pieces": 0, "kernel_pace": 0.0, "overheads": 0,
            "multipath": 0, "queue_limit": 1, "detour_hops": 2, "backfill": 0, "backfill_overlap": 4.0,
-           "backfill_gate": 65536, "backfill_after": 0.5}
+           "backfill_gate": 65536, "backfill_after": 0.5, "dispatch": 0, "dispatch_window": 3,
+           "dispatch_tail": 0, "dispatch_block": 1024}
 RANGES = {"keep": (1, 64), "trade_rate": (0, 1), "pipeline": (1, 1024), "min_segment": (1, 10**9),
           "fill_aware": (0.0, 1.0),
           "pace": (0, 1), "pace_share": (0.1, 10.0), "check_period": (0.1, 3600.0),
@@ -182,7 +211,8 @@ RANGES = {"keep": (1, 64), "trade_rate": (0, 1), "pipeline": (1, 1024), "min_seg
           "trace_pieces": (0, 1), "kernel_pace": (0.0, 4.0), "overheads": (0, 1),
           "multipath": (0, 1), "queue_limit": (1, 10**4), "detour_hops": (2, 64), "backfill": (0, 1),
           "backfill_overlap": (1.0, 1000.0), "backfill_gate": (1, 10**9),
-          "backfill_after": (0.0, 1.0)}
+          "backfill_after": (0.0, 1.0), "dispatch": (0, 1), "dispatch_window": (1, 64),
+          "dispatch_tail": (0, 1), "dispatch_block": (1, 10**9)}
 
 servers_by_dc = ns.servers_by_dc
 overlay_dcs = ns.overlay_dcs
@@ -407,7 +437,10 @@ def finish_time(policy, layout):
 def segment_of(policy, layout):
     """Elements per segment: every slice, sized by rate, in at least
     `pipeline` segments per hop of its reduce-plus-broadcast depth, but no
-    smaller than `min_segment`."""
+    smaller than `min_segment`; a dispatched policy's blocks are
+    `dispatch_block` elements."""
+    if policy.get("dispatch"):
+        return int(option(layout, "dispatch_block"))
     sizes = slice_sizes([s["rate"] for s in policy["slices"]], layout.size)
     finest = min((n / (option(layout, "pipeline") * hops(s))
                   for s, n in zip(policy["slices"], sizes) if n > 0), default=layout.size)
@@ -417,27 +450,75 @@ def segment_of(policy, layout):
 def plan_of(policy, layout, backup=False):
     """The Plan of a policy: one piece per slice (see the module docstring);
     with `backup`, the same pieces over the slices' backfill trees."""
-    from agents.dataplane.plan import Piece, Plan
+    from agents.dataplane.plan import Plan
+    pieces, start = [], 0
+    for s, n in zip(policy["slices"], sizes_of(policy, layout)):
+        if n == 0:
+            continue
+        pieces.append(slice_piece(s, start, start + n, layout, backup))
+        start += n
+    return Plan(layout.size, tuple(layout.worker_names), tuple(pieces)).validate()
+
+
+def slice_piece(s, start, stop, layout, backup=False):
+    """A slice's trees over the agents as a Piece of elements start..stop:
+    every worker sums into its DC's server, the servers as the slice's
+    reduce tree (or its backfill tree), and the new values go down its
+    broadcast tree, each server also feeding its DC's workers."""
+    from agents.dataplane.plan import Piece
     nodes = servers_by_dc(layout)
     workers_in = {}
     for w, dc in layout.workers:
         workers_in.setdefault(dc, []).append(w)
     up, down = ("backup_reduce", "backup_broadcast") if backup else ("reduce", "broadcast")
-    pieces, start = [], 0
-    for s, n in zip(policy["slices"], sizes_of(policy, layout)):
-        if n == 0:
-            continue
-        parent = {w: nodes[dc] for w, dc in layout.workers}
-        parent.update({nodes[u]: nodes[v] for u, v in s[up]})
-        children = {}
-        for u, v in s[down]:
-            children.setdefault(nodes[u], []).append(nodes[v])
-        for dc in {s["root"]} | {v for _, v in s[down]}:
-            children.setdefault(nodes[dc], []).extend(sorted(workers_in.get(dc, [])))
-        pieces.append(Piece(start, start + n, nodes[s["root"]], parent,
-                            {k: sorted(v) for k, v in sorted(children.items())}))
-        start += n
-    return Plan(layout.size, tuple(layout.worker_names), tuple(pieces)).validate()
+    parent = {w: nodes[dc] for w, dc in layout.workers}
+    parent.update({nodes[u]: nodes[v] for u, v in s[up]})
+    children = {}
+    for u, v in s[down]:
+        children.setdefault(nodes[u], []).append(nodes[v])
+    for dc in {s["root"]} | {v for _, v in s[down]}:
+        children.setdefault(nodes[dc], []).extend(sorted(workers_in.get(dc, [])))
+    return Piece(start, stop, nodes[s["root"]], parent, {k: sorted(v) for k, v in sorted(children.items())})
+
+
+def family_trees(policy, layout):
+    """Every slice of a dispatched policy as a Piece over the whole model
+    (`agents/dataplane/dispatch`: a block's range is its own), each
+    checked as a Plan of its own."""
+    from agents.dataplane.plan import Plan
+    pieces = tuple(slice_piece(s, 0, layout.size, layout) for s in policy["slices"])
+    for p in pieces:
+        Plan(layout.size, tuple(layout.worker_names), (p,)).validate()
+    return pieces
+
+
+def family_policy(policies):
+    """One policy whose slices are those of every policy in `policies`
+    (plans made on several readings of the links), the same trees to the
+    same root kept once at their highest rate; its own numbers (rate,
+    latency, finish) are the first policy's, and `dispatch` marks it run
+    by `agents/dataplane/dispatch`."""
+    slices = {}
+    for policy in policies:
+        for s in policy["slices"]:
+            key = (s["root"], tuple(map(tuple, s["reduce"])), tuple(map(tuple, s["broadcast"])))
+            if key not in slices or slices[key]["rate"] < s["rate"]:
+                slices[key] = s
+    first = policies[0]
+    out = {**first, "slices": sorted(slices.values(), key=lambda s: -s["rate"]), "dispatch": True,
+           "readings": len(policies)}
+    loads = {}
+    for s in out["slices"]:
+        for u, v in s["reduce"] + s["broadcast"]:
+            loads[f"{u}>{v}"] = loads.get(f"{u}>{v}", 0.0) + s["rate"]
+    out["loads"] = loads
+    return out
+
+
+def blocks_of(policy, layout):
+    """How many blocks a dispatched policy cuts the model into: its segments."""
+    from agents.dataplane.tree import segments
+    return len(segments(0, layout.size, segment_of(policy, layout)))
 
 
 def detour_routes(policy, speeds, order, layout):

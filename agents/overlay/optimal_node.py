@@ -10,6 +10,7 @@ copies go after everything else on a connection, and those overtaken are
 dropped from the queue."""
 
 from agents.dataplane.backfill import BACKUP, BackfillNode
+from agents.dataplane.dispatch import ARRIVED, DispatchNode
 from agents.overlay import netstorm_node, optimal
 
 
@@ -34,12 +35,20 @@ class Node(netstorm_node.Node):
         return optimal.segment_of(policy, self.layout)
 
     def executor(self, policy):
+        if policy.get("dispatch"):
+            trees = optimal.family_trees(policy, self.layout)
+            return DispatchNode(self.name, trees, self.layout.worker_names, self.layout.size,
+                                self.segment(policy), netstorm_node.sum_at_root, arrived=self._arrived)
         if not policy["slices"] or "backup_reduce" not in policy["slices"][0]:
             return super().executor(policy)
         return BackfillNode(self.name, optimal.plan_of(policy, self.layout),
                             optimal.plan_of(policy, self.layout, backup=True), self.segment(policy),
                             netstorm_node.sum_at_root, counters=self.counters,
                             after=self.opt["backfill_after"])
+
+    def _arrived(self, it, s, b):
+        """What tells the dispatcher block b of slice s reached this contributor."""
+        return self.coordinator, {"type": ARRIVED, "it": it, "piece": s, "seg": b}, None
 
     def on_message(self, sender, header, payload):
         if self.opt["backfill"] and header.get("it") in self.finished \
@@ -74,8 +83,12 @@ class Node(netstorm_node.Node):
     def _released(self, header):
         if "policy" in header:
             v = header["version"]
-            sizes = optimal.sizes_of(header["policy"], self.layout)
-            self.weights[v] = [s["rate"] for s, n in zip(header["policy"]["slices"], sizes) if n > 0]
+            slices = header["policy"]["slices"]
+            if header["policy"].get("dispatch"):      # a block may go to any slice
+                self.weights[v] = [s["rate"] for s in slices]
+            else:
+                sizes = optimal.sizes_of(header["policy"], self.layout)
+                self.weights[v] = [s["rate"] for s, n in zip(slices, sizes) if n > 0]
         if "policy" in header and self.server:
             planned = optimal.connection_rates(header["policy"], self.dc, self.layout)
             self.rates = {peer: planned.get(peer, 0.0) for peer in self.nodes.values()

@@ -39,14 +39,21 @@ a thread: iterations go on being released under the plan in force, and
 the new one takes over at the first release after it is ready.  On a WAN
 whose rates change within an iteration (`optimal`'s docstring,
 `agents/planning/volatility`), the memory is `volatile_memory` and the
-plan is not paced; switching either way re-plans.
+plan is not paced; switching either way re-plans.  With `dispatch: 1`
+each plan is a family of slices, and this side also runs each
+iteration's `dispatcher.Dispatch`: it announces each block's slice to
+the workers as it is given out (`ns_assign`), and the whole map to the
+servers once every block is; the workers report each block's new values
+as they arrive (`ns_arrived`).
 """
 
 import dataclasses
 import statistics
 import threading
 
+from agents.dataplane.dispatch import ARRIVED, ASSIGN
 from agents.overlay import netstorm_policy, optimal
+from agents.overlay.dispatcher import Dispatch
 from agents.planning.volatility import Holding
 
 RECENT_ITERATIONS = 3              # an iteration's duration is the median of the last three:
@@ -75,6 +82,7 @@ class Policy(netstorm_policy.Policy):
                                optimal.option(layout, "hold_iterations"))
         self.boundaries = []           # when the last iterations were released
         self.volatile = False          # whether rates change faster than plans run
+        self.dispatching = {}          # iteration -> its Dispatch, until every block is given out
 
     def speeds(self):
         """Estimated payload bytes/s per link; a link not yet estimated
@@ -124,6 +132,8 @@ class Policy(netstorm_policy.Policy):
         return statistics.median(gaps) if gaps else None
 
     def on_message(self, sender, header):
+        if header.get("type") == ARRIVED:
+            return self._dispatch(header["it"], header["piece"], header["seg"]), []
         if header.get("type") != "ns_release":
             raise ValueError(f"the optimal planner's coordinator got an unknown request "
                              f"{header.get('type')!r} from {sender}")
@@ -137,21 +147,48 @@ class Policy(netstorm_policy.Policy):
         """The layout with the model's size as the workers report it."""
         return dataclasses.replace(self.layout, size=self.size)
 
+    def readings(self, speeds):
+        """The rates a dispatched family is planned on: `speeds` (the
+        planner's own reading: on a volatile WAN the highest within
+        `volatile_memory`), the highest within `estimate_memory`, the mean
+        within `volatile_memory`, and every link at that mean's mean (a
+        plan for the graph alone)."""
+        now = self.clock()
+        memory = optimal.option(self.layout, "volatile_memory")
+        means = {pair: statistics.fmean(v for t, v in seen if now - t <= memory)
+                 for pair, seen in self.seen.items() if any(now - t <= memory for t, _ in seen)}
+        out = [speeds]
+        for pairs in (self.pairs, means):
+            estimated = optimal.link_estimates(pairs, self.layout.routes, self.links)
+            out.append({link: estimated.get(link, v) for link, v in speeds.items()})
+        mean = statistics.fmean(out[-1].values())
+        out.append(dict.fromkeys(speeds, mean))
+        return out
+
     def _solve(self, speeds):
         layout = self.sized_layout()
         share = optimal.usable_share(layout)          # what the probes, ACKs and headers leave
-        policy = optimal.compute_policy({link: v * share for link, v in speeds.items()}, self.delays(),
-                                        self.order, layout, self.policy)
+        # Asked for, a family is planned from the first estimates on: judging a WAN
+        # volatile takes some three iterations, run meanwhile on a plan that holds.
+        if optimal.option(self.layout, "dispatch") and self._all_estimated():
+            policy = optimal.family_policy(
+                [optimal.compute_policy({link: v * share for link, v in reading.items()}, self.delays(),
+                                        self.order, layout) for reading in self.readings(speeds)])
+        else:
+            policy = optimal.compute_policy({link: v * share for link, v in speeds.items()}, self.delays(),
+                                            self.order, layout, self.policy)
         # Pacing at a guess would hold a link to it: pace only a plan of estimates,
         # and on a volatile WAN only if asked (the rates it was made on will not hold).
         policy["guessed"] = not self._all_estimated()
         policy["young"] = not self._all_settled()
         policy["volatile"] = self.volatile
-        policy["pace"] = not policy["guessed"] and (
+        # A family's loads are every slice's rate at once, no plan's: not paced.
+        policy["pace"] = not policy["guessed"] and not policy.get("dispatch") and (
             not self.volatile or bool(optimal.option(self.layout, "volatile_pace")))
         if self.volatile and optimal.option(self.layout, "multipath"):
             policy["routes"] = optimal.detour_routes(policy, speeds, self.order, layout)
-        if self.volatile and optimal.option(self.layout, "backfill") and not policy["guessed"]:
+        if self.volatile and optimal.option(self.layout, "backfill") and not policy["guessed"] \
+                and not policy.get("dispatch"):
             optimal.backfill_trees(policy, speeds, self.order, layout)
         return policy
 
@@ -200,7 +237,43 @@ class Policy(netstorm_policy.Policy):
         if replies:                    # every worker is at the boundary: an iteration begins
             # RECENT_ITERATIONS + 1 boundaries make that many iterations.
             self.boundaries = self.boundaries[-RECENT_ITERATIONS:] + [self.clock()]
+            if self.policy.get("dispatch"):
+                replies += self._first_blocks(it)
         return replies, decisions
+
+    def _first_blocks(self, it):
+        """The announcement that starts a dispatched iteration (`dispatcher`)."""
+        layout = self.sized_layout()
+        dispatch = Dispatch(optimal.blocks_of(self.policy, layout), len(self.policy["slices"]),
+                            int(optimal.option(layout, "dispatch_window")), self.clock(),
+                            contributors=len(layout.workers),
+                            tail=bool(optimal.option(layout, "dispatch_tail")))
+        self.dispatching[it] = dispatch
+        return self._announce(it, dispatch, dispatch.first)
+
+    def _dispatch(self, it, s, block):
+        """A contributor got the new values of `block` of slice `s` in
+        iteration `it`: what the dispatcher gives out for it; an iteration
+        is forgotten once all its blocks are given out."""
+        dispatch = self.dispatching.get(it)
+        if dispatch is None:
+            return []
+        return self._announce(it, dispatch, dispatch.arrived_at_one(s, block, self.clock()))
+
+    def _announce(self, it, dispatch, pairs):
+        """The workers hear of each block as it is given out: they send it
+        up.  The servers need the whole map only to know when they are done
+        (a partial sum names its slice), so they hear it once, when the
+        last block is given out, and the iteration is forgotten."""
+        out = []
+        if pairs:
+            header = {"type": ASSIGN, "it": it, "blocks": pairs}
+            out += [(w, header) for w in self.layout.worker_names]
+        if dispatch.done():
+            del self.dispatching[it]
+            header = {"type": ASSIGN, "it": it, "blocks": dispatch.given}
+            out += [(node, header) for node in sorted(self.nodes.values())]
+        return out
 
     def _all_estimated(self):
         return all(link in self.estimates for link in self.links)

@@ -17,7 +17,14 @@ from agents.dataplane.tree import AggregationError, TreeNode
 from agents.overlay import optimal
 from agents.overlay.optimal_node import Node
 from agents.overlay.optimal_policy import Policy
-from tests.dataplane_sim import Recorder, assert_folded_once, simulate
+from tests.dataplane_sim import (
+    Recorder,
+    assert_every_node_done,
+    assert_every_worker_exact,
+    assert_folded_once,
+    start_all,
+    take_one,
+)
 from tests.unit.test_dataplane import contributions, random_plan
 from tests.unit.test_planner_detours import C, kite
 
@@ -67,15 +74,9 @@ def play(nodes, given_, rng, lose=0.0, obsolete=True):
                 continue
             queues.setdefault((src, dst), []).append((header, payload))
 
-    order = sorted(nodes)
-    rng.shuffle(order)
-    for name in order:
-        post(name, nodes[name].start(0, given_.get(name)))
+    start_all(nodes, 0, given_, rng, post)
     while queues:
-        src, dst = rng.choice(sorted(queues))
-        header, payload = queues[(src, dst)].pop(0)
-        if not queues[(src, dst)]:
-            del queues[(src, dst)]
+        src, dst, header, payload = take_one(queues, rng)
         if obsolete and nodes[src].obsolete(header):
             dropped += 1
             continue
@@ -93,11 +94,7 @@ def check(plan, backup, segment, seed, lose=0.0, obsolete=True, after=0.0):
     sent, dropped = play(nodes, given_, rng, lose, obsolete)
     exact = sum(given_.values())
     assert_folded_once(rule, plan, exact)
-    for name, node in nodes.items():
-        assert node.done(0), f"{name} did not finish"
-        values, _, _ = node.result(0)
-        if name in given_:
-            np.testing.assert_array_equal(values, exact, err_msg=name)
+    assert_every_node_done(nodes, given_, exact)
     return sent, dropped
 
 
@@ -259,13 +256,8 @@ def test_a_volatile_plan_on_estimates_runs_backfilled_and_sums_every_contributio
         policy = Policy(lay)
         policy.volatile = True
         policy.estimates = {link: C for link in policy.links}
-        released, results, sums, _, _ = simulate(lay, 3, seed, replan_chance=0.0, detour_chance=0.0,
-                                                 node_class=Node, policy=policy)
+        assert_every_worker_exact(lay, 3, seed, Node, policy)
         assert "backup_reduce" in policy.policy["slices"][0]
-        for it in range(3):
-            assert sorted(results[it]) == sorted(lay.worker_names)
-            for w, values in results[it].items():
-                np.testing.assert_array_equal(values, sums[it], err_msg=f"{w} iteration {it}")
 
 
 def test_a_server_drops_from_its_queue_only_what_no_node_needs():

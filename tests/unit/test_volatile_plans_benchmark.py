@@ -4,7 +4,7 @@ two DCs whose a -> b changes rate."""
 
 import pytest
 
-from benchmarks.volatile_plans import Profile, blended, equal, link_changes, time_as_run
+from benchmarks.volatile_plans import Profile, blended, dispatched_time, equal, link_changes, time_as_run
 from testbed import spec as specmod
 
 MB = 1e6
@@ -75,3 +75,22 @@ def test_the_topology_s_generators_expand_at_the_period_asked_for():
     changes = link_changes(spec, 30.0, 5.0)
     assert [c["wall"] for c in changes] == [0.0, 5.0, 10.0, 15.0, 20.0, 25.0, 30.0]
     assert all((c["src"], c["dst"]) == ("a", "b") and 1e6 <= c["rate"] <= 2e6 for c in changes)
+
+
+def test_a_dispatched_family_carries_what_all_its_slices_links_allow_at_every_moment():
+    p = profile()
+
+    class Layout:
+        routes = {"a>b": ["a", "b"], "b>a": ["b", "a"]}
+
+    one = {"root": "a", "reduce": [], "broadcast": [["a", "b"]], "rate": 1 * MB}
+    other = {"root": "b", "reduce": [], "broadcast": [["b", "a"]], "rate": 1 * MB}
+    # One slice on a -> b alone is the fixed plan's time: 1 MB by 10 s, then 0.25 MB/s.
+    alone = {"rate": 1 * MB, "finish": 2.5, "slices": [one]}
+    assert dispatched_time(alone, Layout(), p, 9.0, 2 * MB) == pytest.approx(5.0 + 0.5)
+    # With a slice on b -> a too, both links carry: from 9 s, 1 + 0.9564 MB by
+    # 10 s, then 0.25 + 0.9564 MB/s for the rest of 3 MB (8 Mbit/s x 1448 / 1514 / 8).
+    back = 8e6 * 1448 / 1514 / 8
+    both = {"rate": 1 * MB, "finish": 3.5, "slices": [one, other]}
+    took = 1.0 + (3 * MB - 1 * MB - back) / (0.25 * MB + back)
+    assert dispatched_time(both, Layout(), p, 9.0, 3 * MB) == pytest.approx(took + 0.5)
