@@ -38,27 +38,18 @@ did not could wait forever for a partial sum its children dropped).
 
 import numpy as np
 
-from agents.dataplane.tree import AggregationError, TreeNode, gather, segments, take_own
+from agents.dataplane.tree import AggregationError, Iteration, TreeNode, gather, segments, take_own
 
 PRIMARY, BACKUP, BOTH = 0, 1, 2
 
 
-class _Iteration:
+class _Iteration(Iteration):
+    """`tree.Iteration`, keyed (lane, piece, seg) where a lane sums, with
+    the backup copies held back."""
+
     def __init__(self, owed, held):
-        self.acc = {}          # (lane, piece, seg) -> the sum of the first sources in order
-        self.summed = {}       # (lane, piece, seg) -> how many sources, in order, acc holds
-        self.early = {}        # (lane, piece, seg) -> {source: values} before their turn
-        self.count = {}        # (lane, piece, seg) -> contributions in acc
-        self.stop = {}
-        self.started = {}
-        self.sent_up = set()   # (lane, piece, seg) sent to the parent or taken by the root
-        self.down = set()      # (piece, seg) of new values held
-        self.own = False       # this contributor's own vector is in
-        self.values = None
+        super().__init__(owed)
         self.held = [] if held else None   # backup copies not yet sent; None once they go
-        self.stop_down = False
-        self.last_started = 0.0
-        self.owed = owed
 
 
 class BackfillNode:

@@ -35,32 +35,22 @@ reach it (`arrived`, a message the node that runs this executor makes).
 
 import numpy as np
 
-from agents.dataplane.tree import AggregationError, gather, hear, segments, take_own
+from agents.dataplane.tree import AggregationError, Iteration, gather, hear, segments, take_own
 
 ASSIGN = "ns_assign"       # the dispatcher's announcement: it, blocks [[block, slice], ...]
 ARRIVED = "ns_arrived"     # a contributor's word to the dispatcher: it, piece (slice), seg (block)
 
 
-class _Iteration:
+class _Iteration(Iteration):
+    """`tree.Iteration`, keyed by block, with each block's slice and this
+    contributor's vector kept for the blocks announced later."""
+
     def __init__(self):
-        self.acc = {}          # block -> the sum of the first sources in order
-        self.summed = {}       # block -> how many sources, in order, acc holds
-        self.early = {}        # block -> {source: values} that came before their turn
-        self.count = {}
-        self.stop = {}
-        self.started = {}
-        self.slice_of = {}     # block -> slice, as announced
-        self.carried_by = {}   # block -> slice, as its messages said
-        self.sent_up = set()
-        self.heard = {}        # block -> children whose partial sum arrived
-        self.down = set()
-        self.values = None
+        super().__init__(owed=0)   # each announced block adds its parts (may dip below 0 meanwhile)
+        self.slice_of = {}         # block -> slice, as announced
+        self.carried_by = {}       # block -> slice, as its messages said
         self.contribution = None
         self.own_stop, self.own_started = False, 0.0
-        self.stop_down = False
-        self.last_started = 0.0
-        self.own = False
-        self.owed = 0          # announced blocks' parts still to play (may dip below 0 meanwhile)
 
 
 class DispatchNode:

@@ -103,7 +103,10 @@ def sum_in_order(state, order, key, source, values):
         del state.early[key]
 
 
-class _Iteration:
+class Iteration:
+    """One iteration's state at a node, keyed by segment (`TreeNode`'s
+    (piece, seg); the other executors' own keys)."""
+
     def __init__(self, owed):
         self.acc = {}          # (piece, seg) -> float32 array: the sum of the first sources
         self.summed = {}       # (piece, seg) -> how many sources, in order, acc holds
@@ -167,7 +170,7 @@ class TreeNode:
 
     def _it(self, it):
         if it not in self.iterations:
-            self.iterations[it] = _Iteration(self.owed)
+            self.iterations[it] = Iteration(self.owed)
         return self.iterations[it]
 
     def roots(self):

@@ -46,6 +46,14 @@ class Node(netstorm_node.Node):
                             netstorm_node.sum_at_root, counters=self.counters,
                             after=self.opt["backfill_after"])
 
+    def upstream(self):
+        """Under a dispatched plan the coordinator is upstream all iteration
+        long: a node waits on its announcements, not only on its release."""
+        out = super().upstream()
+        if isinstance(self.trees.get(self.latest), DispatchNode) and self.coordinator not in out:
+            out = sorted(out + [self.coordinator])
+        return out
+
     def _arrived(self, it, s, b):
         """What tells the dispatcher block b of slice s reached this contributor."""
         return self.coordinator, {"type": ARRIVED, "it": it, "piece": s, "seg": b}, None

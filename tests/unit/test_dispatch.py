@@ -356,3 +356,17 @@ def test_over_real_sockets_the_coordinator_dispatches_and_every_worker_gets_the_
     # Each worker told the dispatcher of each block once: 32 blocks of 1,250 values.
     assert optimal.blocks_of(policy.policy, lay) == 32
     assert sorted(reports) == sorted((it, b) for it in range(3) for b in range(32) for _ in range(4))
+
+
+def test_under_a_dispatched_plan_a_node_watches_the_coordinator_all_iteration():
+    # A node waits on the dispatcher's announcements, so a silent coordinator
+    # must count as a dead peer it waits for, not only before the release.
+    lay = dispatched_layout()
+    policy = family_policy(lay)
+    node = Node("d1-s0", lay, 3, Recorder().fold, "coord")
+    node.on_message("coord", {"type": "ns_policy", "it": 0, "version": 0, "policy": policy}, None)
+    assert "coord" in node.upstream()
+    fixed = Node("d1-s0", kite(), 3, Recorder().fold, "coord")
+    plain = {k: v for k, v in policy.items() if k != "dispatch"}
+    fixed.on_message("coord", {"type": "ns_policy", "it": 0, "version": 0, "policy": plain}, None)
+    assert "coord" not in fixed.upstream()
