@@ -24,18 +24,44 @@ block, so every block is given out.  Where the text is silent (its plans
 are fixed) we choose this rule; it is the planner's `dispatch_tail`, off
 by default (measured in `results/planner-figure/README.md`).
 
+With `control` (alpha, beta), a slice's window is not fixed but set as
+TCP Vegas sets a connection's (Brakmo and Peterson, "TCP Vegas: end to
+end congestion avoidance on a global Internet", IEEE JSAC 1995; the
+paper's alpha = 1 and beta = 3, in blocks here): once a round trip, a
+slice whose last block took r seconds against the least b it has taken
+this iteration counts w (1 - b / r) of its w blocks as queued behind
+others, and widens its window by one below alpha, narrows it by one
+(to no fewer than one) above beta.  Equal windows cap a slice whose trees
+run through idle links at w blocks a round trip while links elsewhere
+queue; under Vegas such a slice widens until its own links fill, and a
+slice queued on a busy link yields, so the bytes move to the trees with
+room (Vegas' equilibrium is proportionally fair, Low, Peterson and Wang,
+JACM 2002).  Where the text is silent (its plans are fixed) we choose
+this; it is the planner's `dispatch_control`, on by default, with
+`dispatch_alpha`, `dispatch_beta` and the widest window
+`dispatch_window_max` (measured in `results/planner-figure/README.md`).
+
 Hand-checked (`tests/unit/test_dispatch.py` plays whole iterations):
 with 3 blocks left and the others ending 2 a second, a slice whose last
 block took 2 s (more than 1.5 s) is left out, one whose block took 1 s
-is not.
+is not.  Under control, a slice with a window of 2 whose first block took
+0.2 s (none queued) widens to 3 and gets two blocks; one with a window
+of 6 whose block took 1 s against a least of 0.2 s (4.8 queued) narrows
+to 5 and, with 5 still out, gets none.
 """
 
 import collections
 
 
 class Dispatch:
-    def __init__(self, blocks, slices, window, now=0.0, contributors=1, tail=False):
+    def __init__(self, blocks, slices, window, now=0.0, contributors=1, tail=False, control=None,
+                 widest=64):
         self.pool = collections.deque(range(blocks))
+        self.control = control                # (alpha, beta) of the Vegas rule, or None: fixed windows
+        self.widest = widest
+        self.window = dict.fromkeys(range(slices), window)
+        self.least = {}                       # slice -> least round trip of its blocks so far
+        self.mark = {}                        # slice -> first block its next adjustment waits for
         self.contributors = contributors
         self.arrived = collections.Counter()     # block -> contributors its new values reached
         self.tail = tail
@@ -66,16 +92,38 @@ class Dispatch:
         del self.sent[block], self.arrived[block]
         self.busy[s] -= 1
         self.rounds[s] = now - at
+        if self.control:
+            self._adjust(s, block)
         out = []
         for k in [s] + sorted(self.idle - {s}, key=lambda k: self.rounds[k]):
             if not self.pool:
                 break
             if self._left_out(k):
                 self.idle.add(k)
-            else:
-                self.idle.discard(k)
+                continue
+            self.idle.discard(k)
+            # Under control the ended slice refills to its window (none if it narrowed).
+            want = self.window[k] - self.busy[k] if k == s and self.control else 1
+            while self.pool and want > 0:
                 out.append(self._give(k, now))
+                want -= 1
         return out
+
+    def _adjust(self, s, block):
+        """Vegas' rule on slice `s`, whose `block` just ended: once a round
+        trip (the first block given after the last change ends)."""
+        r = self.rounds[s]
+        self.least[s] = min(self.least.get(s, r), r)
+        if block < self.mark.get(s, 0) or r <= 0:
+            return
+        alpha, beta = self.control
+        w = self.window[s]
+        queued = w * (1 - self.least[s] / r)
+        if queued < alpha:
+            self.window[s] = min(self.widest, w + 1)
+        elif queued > beta:
+            self.window[s] = max(1, w - 1)
+        self.mark[s] = self.pool[0] if self.pool else float("inf")
 
     def _left_out(self, s):
         """Whether the slices carrying blocks now would drain the pool

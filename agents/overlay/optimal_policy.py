@@ -244,10 +244,13 @@ class Policy(netstorm_policy.Policy):
     def _first_blocks(self, it):
         """The announcement that starts a dispatched iteration (`dispatcher`)."""
         layout = self.sized_layout()
+        control = (optimal.option(layout, "dispatch_alpha"), optimal.option(layout, "dispatch_beta")) \
+            if optimal.option(layout, "dispatch_control") else None
         dispatch = Dispatch(optimal.blocks_of(self.policy, layout), len(self.policy["slices"]),
                             int(optimal.option(layout, "dispatch_window")), self.clock(),
                             contributors=len(layout.workers),
-                            tail=bool(optimal.option(layout, "dispatch_tail")))
+                            tail=bool(optimal.option(layout, "dispatch_tail")), control=control,
+                            widest=int(optimal.option(layout, "dispatch_window_max")))
         self.dispatching[it] = dispatch
         return self._announce(it, dispatch, dispatch.first)
 

@@ -187,7 +187,7 @@ def test_the_family_keeps_each_distinct_pair_of_trees_once_at_its_highest_rate()
 
 
 def test_the_coordinator_gives_every_slice_its_window_then_a_block_per_block_ended_until_none_is_left():
-    lay = dispatched_layout(dispatch_window=2, dispatch_tail=0)
+    lay = dispatched_layout(dispatch_window=2, dispatch_tail=0, dispatch_control=0)
     policy = Policy(lay)
     policy.policy = family_policy(lay)
     slices = len(policy.policy["slices"])
@@ -215,6 +215,17 @@ def test_the_coordinator_gives_every_slice_its_window_then_a_block_per_block_end
     assert policy.dispatching == {}
     block, s = pairs[blocks - 1]
     assert policy.on_message("d0-w0", {"type": ARRIVED, "it": 0, "piece": s, "seg": block}) == ([], [])
+
+
+def test_the_coordinator_s_windows_follow_vegas_unless_told_to_stay_fixed():
+    for options, control in (({}, (1.0, 3.0)), ({"dispatch_control": 0}, None),
+                             ({"dispatch_alpha": 0.5, "dispatch_beta": 2}, (0.5, 2))):
+        lay = dispatched_layout(**options)
+        policy = Policy(lay)
+        policy.policy = family_policy(lay)
+        policy._first_blocks(0)
+        assert policy.dispatching[0].control == control
+        assert set(policy.dispatching[0].window.values()) == {2}
 
 
 def test_a_slice_slower_than_the_others_draining_the_pool_waits_and_is_asked_again_at_each_end():
@@ -247,6 +258,43 @@ def test_without_the_tail_rule_every_end_gets_the_next_block():
         assert d.arrived_at_one(0, 0, 0.5) == [[2, 0]]
         assert d.arrived_at_one(0, 2, 1.0) == [[3, 0]]
         assert d.arrived_at_one(1, 1, 10.0) == expected
+
+
+def test_under_control_a_slice_widens_while_none_of_its_blocks_queue_and_narrows_once_they_do():
+    d = Dispatch(20, 2, 2, control=(1, 3))
+    assert d.first == [[0, 0], [1, 1], [2, 0], [3, 1]]
+    # Slice 0's first block took its least, 0.2 s: none queued, window 3, two blocks.
+    assert d.arrived_at_one(0, 0, 0.2) == [[4, 0], [5, 0]]
+    assert d.window[0] == 3
+    # Block 2 was given before that change: no second change this round trip.
+    assert d.arrived_at_one(0, 2, 0.6) == [[6, 0]]
+    assert d.window[0] == 3
+    # Block 4 was given at 0.2 s and took 1 s: 3 (1 - 0.2 / 1) = 2.4 queued, within [1, 3].
+    assert d.arrived_at_one(0, 4, 1.2) == [[7, 0]]
+    assert d.window[0] == 3
+    d = Dispatch(30, 1, 5, control=(1, 3))
+    assert d.arrived_at_one(0, 0, 0.2) == [[5, 0], [6, 0]]          # widened to 6
+    assert d.arrived_at_one(0, 1, 1.0) == [[7, 0]]                  # no change: block 1 < 5
+    # Block 5 took 1 s against 0.2 s: 6 (1 - 0.2) = 4.8 queued, narrowed to 5, with 5 out.
+    assert d.arrived_at_one(0, 5, 1.2) == []
+    assert d.window[0] == 5
+
+
+@given(st.integers(1, 60), st.integers(1, 6), st.integers(1, 4), st.integers(0, 10**6))
+@settings(max_examples=150, deadline=None)
+def test_under_control_every_block_is_given_once_and_every_window_stays_within_its_bounds(
+        blocks, slices, window, seed):
+    rng = random.Random(seed)
+    d = Dispatch(blocks, slices, window, control=(1, 3), widest=5)
+    out, given, now = list(d.first), list(d.first), 0.0
+    while out:
+        block, s = out.pop(rng.randrange(len(out)))
+        now += rng.uniform(0.01, 1.0)
+        new = d.arrived_at_one(s, block, now)
+        out += new
+        given += new
+        assert all(1 <= w <= 5 for w in d.window.values())
+    assert sorted(b for b, _ in given) == list(range(blocks)) and d.done()
 
 
 def test_a_block_ends_once_its_values_reached_every_contributor():
