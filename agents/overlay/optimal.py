@@ -179,10 +179,10 @@ last to come down, so the blocks in flight must cover each slice's
 round trip, and large ones put most of the model in flight at once
 (measured in `results/planner-figure/README.md`).  Where the text is
 silent (its plans are fixed), we choose this.  It is off by default and
-measured only where fixed plans fall short, on the 10 s WAN: 2.37x
-`t_lb` pooled over the three draws against 3.08x without it and
-NetStorm's 3.04x (1.28x NetStorm's speed), and 2.81x with fixed windows
-of three blocks.
+measured only where fixed plans fall short, on the 10 s WAN: 2.51x
+`t_lb` pooled over two runs on each of three draws against NetStorm's
+3.03x (1.21x its speed); one run on each took 3.08x without dispatch,
+and 2.81x dispatched with fixed windows of three blocks.
 
 `trace_pieces: 1` has every node log when each piece's segments arrived
 from each peer, per iteration (`agents/dataplane/driver.py`): where a

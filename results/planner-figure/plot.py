@@ -55,6 +55,12 @@ NETWORKS = {"static-1mb": "9-DC\nstatic\n1 MB", "static-10mb": "9-DC\nstatic\n10
             "dynamic-2mb-dispatch": "9-DC\ndynamic\n10 s\n2.5 MB\ndispatched",
             "dynamic-2mb-draw1-dispatch": "9-DC\ndynamic\n10 s\n2.5 MB\n2nd draw\ndispatched",
             "dynamic-2mb-draw2-dispatch": "9-DC\ndynamic\n10 s\n2.5 MB\n3rd draw\ndispatched",
+            "dynamic-2mb-again": "9-DC\ndynamic\n10 s\n2.5 MB\n2nd run",
+            "dynamic-2mb-again-dispatch": "9-DC\ndynamic\n10 s\n2.5 MB\n2nd run\ndispatched",
+            "dynamic-2mb-draw1-again": "9-DC\ndynamic\n10 s\n2.5 MB\n2nd draw\n2nd run",
+            "dynamic-2mb-draw1-again-dispatch": "9-DC\ndynamic\n10 s\n2.5 MB\n2nd draw\n2nd run\ndispatched",
+            "dynamic-2mb-draw2-again": "9-DC\ndynamic\n10 s\n2.5 MB\n3rd draw\n2nd run",
+            "dynamic-2mb-draw2-again-dispatch": "9-DC\ndynamic\n10 s\n2.5 MB\n3rd draw\n2nd run\ndispatched",
             "dynamic-2mb-steady2": "9-DC\ndynamic\n10 s\n2.5 MB\nprobes 2%\nif steady",
             "dynamic50-2mb-steady2": "9-DC\ndynamic\n50 s\n2.5 MB\nprobes 2%\nif steady",
             "ps-10mb": "ps-\nscaling\n10 MB"}
@@ -228,6 +234,21 @@ def summarize(rows):
     return table, series, curves
 
 
+def pooled(series):
+    """{(redraw period, system): (median sync / t_lb, iterations)} over every
+    iteration of every draw and run of a system on a dynamic WAN (the
+    dispatched planner apart; the runs with a steady budget left out): one
+    run's median moves by up to 0.4x t_lb on the 10 s WAN."""
+    out = {}
+    for (network, system), points in series.items():
+        if "steady2" in network or not network.startswith(("dynamic-2mb", "dynamic50-2mb")):
+            continue
+        period = "10 s" if network.startswith("dynamic-2mb") else "50 s"
+        name = NAMES[system] + (", dispatched" if network.endswith("dispatch") else "")
+        out.setdefault((period, name), []).extend(s / b for _, s, b in points)
+    return {k: (statistics.median(v), len(v)) for k, v in sorted(out.items())}
+
+
 def draw(rows, out_dir, recipe):
     import matplotlib
     matplotlib.use("Agg")
@@ -236,7 +257,14 @@ def draw(rows, out_dir, recipe):
     table, series, curves = summarize(rows)
     csv_path = os.path.join(out_dir, "table.csv")
     write_table(table, csv_path, COLUMNS)
-    fig, ((bars, dynamic), (gap, acc)) = plt.subplots(2, 2, figsize=(18, 9.5))
+    pools = pooled(series)
+    for (period, name), (ratio, n) in pools.items():
+        netstorm = pools.get((period, NAMES["netstorm"]), (None,))[0]
+        speed = f", {netstorm / ratio:.2f}x NetStorm's speed" if netstorm else ""
+        print(f"pooled, redrawn every {period}: {name} {ratio:.2f}x t_lb over {n} iterations{speed}")
+    # The left column twice as wide: some twenty settings share the bars' panel.
+    fig, ((bars, dynamic), (gap, acc)) = plt.subplots(2, 2, figsize=(22, 9.5),
+                                                      gridspec_kw={"width_ratios": [2, 1]})
     width = 0.16
     nets = [n for n in NETWORKS if any(t["network"] == n for t in table)]
     for i, system in enumerate(SYSTEMS):
