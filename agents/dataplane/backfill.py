@@ -36,7 +36,6 @@ Messages are `TreeNode`'s (agg, dist) with `lane`: 0 primary, 1 backup,
 did not could wait forever for a partial sum its children dropped).
 """
 
-import numpy as np
 
 from agents.dataplane.tree import AggregationError, Iteration, TreeNode, gather, segments, take_own
 
@@ -250,9 +249,7 @@ class BackfillNode:
                                        {"type": "agg", "it": it, "piece": i, "seg": j, "lane": sent,
                                         "count": count, "stop": stop, "started": started},
                                        total)])
-        if count != self.n:
-            raise AggregationError(f"root {self.name}: piece {i} segment {j} of iteration {it} "
-                                   f"holds {count} contributions, not {self.n}")
+        state.folded_at_root(self.name, count, self.n, f"piece {i} segment {j} of iteration {it}")
         if (i, j) in state.down:
             return []                   # the other lane got here first
         self.counters["folded_backup" if lane == BACKUP else "folded_primary"] += 1
@@ -260,18 +257,11 @@ class BackfillNode:
         return self._down(it, state, i, j, self.fold(a, b, total, count), stop, started)
 
     def _down(self, it, state, i, j, values, stop, started):
-        state.down.add((i, j))
         for lane in (PRIMARY, BACKUP):        # what either lane still sums of it is of no use now
             key = (lane, i, j)
             for table in (state.acc, state.summed, state.early, state.count, state.stop, state.started):
                 table.pop(key, None)
-        state.owed -= self.needs_values[i]
-        state.stop_down = state.stop_down or bool(stop)
-        state.last_started = max(state.last_started, started)
-        if state.values is not None:
-            a, b = self.bounds[(i, j)]
-            state.values[a:b] = values
-        values = np.ascontiguousarray(values, dtype=np.float32)
+        values = state.take_down((i, j), self.needs_values[i], self.bounds[(i, j)], values, stop, started)
         out = self._hold(state, [(kid, {"type": "dist", "it": it, "piece": i, "seg": j, "lane": lane,
                                         "stop": bool(stop), "started": started}, values)
                                  for kid, lane in self.dist_to[i]])

@@ -33,7 +33,6 @@ and a contributor tells the dispatcher each time a block's new values
 reach it (`arrived`, a message the node that runs this executor makes).
 """
 
-import numpy as np
 
 from agents.dataplane.tree import AggregationError, Iteration, gather, hear, segments, take_own
 
@@ -196,23 +195,14 @@ class DispatchNode:
         if p.root != self.name:
             return [(p.parent[self.name], {"type": "agg", "it": it, "piece": s, "seg": b, "count": count,
                                            "stop": stop, "started": started}, total)]
-        if count != self.n:
-            raise AggregationError(f"root {self.name}: block {b} of iteration {it} holds {count} "
-                                   f"contributions, not {self.n}")
+        state.folded_at_root(self.name, count, self.n, f"block {b} of iteration {it}")
         lo, hi = self.blocks[b]
         return self._down(it, state, b, s, self.fold(lo, hi, total, count), stop, started)
 
     def _down(self, it, state, b, s, values, stop, started):
         if b in state.down:
             raise AggregationError(f"{self.name}: new values of block {b} of iteration {it} arrived twice")
-        state.down.add(b)
-        state.owed -= self.needs_values[s]
-        state.stop_down = state.stop_down or bool(stop)
-        state.last_started = max(state.last_started, started)
-        if state.values is not None:
-            lo, hi = self.blocks[b]
-            state.values[lo:hi] = values
-        values = np.ascontiguousarray(values, dtype=np.float32)
+        values = state.take_down(b, self.needs_values[s], self.blocks[b], values, stop, started)
         header = {"type": "dist", "it": it, "piece": s, "seg": b, "stop": bool(stop), "started": started}
         out = [(kid, header, values) for kid in self.slices[s].children.get(self.name, ())]
         if self.contributor and self.arrived is not None:

@@ -123,6 +123,23 @@ class Iteration:
         self.own = False
         self.owed = owed       # segments still to send up or to receive new values of
 
+    def folded_at_root(self, name, count, n, what):
+        """Check that the root `name` folds `what` with all `n` contributions."""
+        if count != n:
+            raise AggregationError(f"root {name}: {what} holds {count} contributions, not {n}")
+
+    def take_down(self, key, needs, bounds, values, stop, started):
+        """Record the new values of `key` (elements `bounds` of the model),
+        which this node owed itself if `needs`: the values to pass down."""
+        self.down.add(key)
+        self.owed -= needs
+        self.stop_down = self.stop_down or bool(stop)
+        self.last_started = max(self.last_started, started)
+        if self.values is not None:
+            a, b = bounds
+            self.values[a:b] = values
+        return np.ascontiguousarray(values, dtype=np.float32)
+
 
 class TreeNode:
     """One node's part of a Plan.  `fold(start, stop, total, count)` is the
@@ -253,9 +270,7 @@ class TreeNode:
                      {"type": "agg", "it": it, "piece": i, "seg": j, "count": count, "stop": stop,
                       "started": started},
                      total)]
-        if count != self.n:
-            raise AggregationError(f"root {self.name}: piece {i} segment {j} of iteration {it} "
-                                   f"holds {count} contributions, not {self.n}")
+        state.folded_at_root(self.name, count, self.n, f"piece {i} segment {j} of iteration {it}")
         a, b = self.bounds[key]
         return self._down(it, state, i, j, self.fold(a, b, total, count), stop, started)
 
@@ -265,14 +280,7 @@ class TreeNode:
         if key in state.down:
             raise AggregationError(f"{self.name}: new values of piece {i} segment {j} of "
                                    f"iteration {it} arrived twice")
-        state.down.add(key)
-        state.owed -= self.needs_values[i]
-        state.stop_down = state.stop_down or bool(stop)
-        state.last_started = max(state.last_started, started)
-        if state.values is not None:
-            a, b = self.bounds[key]
-            state.values[a:b] = values
-        values = np.ascontiguousarray(values, dtype=np.float32)
+        values = state.take_down(key, self.needs_values[i], self.bounds[key], values, stop, started)
         header = {"type": "dist", "it": it, "piece": i, "seg": j, "stop": bool(stop),
                   "started": started}
         return [(kid, header, values) for kid in self.plan.pieces[i].children.get(self.name, ())]

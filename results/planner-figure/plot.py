@@ -260,7 +260,8 @@ def draw(rows, out_dir, recipe):
     pools = pooled(series)
     for (period, name), (ratio, n) in pools.items():
         netstorm = pools.get((period, NAMES["netstorm"]), (None,))[0]
-        speed = f", {netstorm / ratio:.2f}x NetStorm's speed" if netstorm else ""
+        against = netstorm and name != NAMES["netstorm"]
+        speed = f", {netstorm / ratio:.2f}x NetStorm's speed" if against else ""
         print(f"pooled, redrawn every {period}: {name} {ratio:.2f}x t_lb over {n} iterations{speed}")
     # The left column twice as wide: some twenty settings share the bars' panel.
     fig, ((bars, dynamic), (gap, acc)) = plt.subplots(2, 2, figsize=(22, 9.5),
