@@ -41,13 +41,26 @@ this; it is the planner's `dispatch_control`, on by default, with
 `dispatch_alpha`, `dispatch_beta` and the widest window
 `dispatch_window_max` (measured in `results/planner-figure/README.md`).
 
+With `gamma` as well, every slice starts in Vegas' slow start (the same
+paper, section 3.3): its window doubles every other round trip (held in
+between, so the next round trip is measured at the new size) until more
+than gamma blocks queue, then drops to the window that would have queued
+none, w b / r, plus one (Linux's tcp_vegas), and the linear rule takes
+over.  A round trip here is as above: the first block given after the
+last change has ended.  It is the planner's `dispatch_slow_start`, off by
+default, with `dispatch_gamma` (the paper's gamma = 1; measured in
+`results/planner-figure/README.md`).
+
 Hand-checked (`tests/unit/test_dispatch.py` plays whole iterations):
 with 3 blocks left and the others ending 2 a second, a slice whose last
 block took 2 s (more than 1.5 s) is left out, one whose block took 1 s
 is not.  Under control, a slice with a window of 2 whose first block took
 0.2 s (none queued) widens to 3 and gets two blocks; one with a window
 of 6 whose block took 1 s against a least of 0.2 s (4.8 queued) narrows
-to 5 and, with 5 still out, gets none.
+to 5 and, with 5 still out, gets none.  In slow start, a window of 2
+whose block took its least doubles to 4, holds a round trip, doubles to
+8, and once a block takes 0.5 s against 0.2 s (4.8 queued, more than
+gamma = 1) drops to 8 x 0.2 / 0.5 = 3.2, plus one: 4.
 """
 
 import collections
@@ -55,10 +68,14 @@ import collections
 
 class Dispatch:
     def __init__(self, blocks, slices, window, now=0.0, contributors=1, tail=False, control=None,
-                 widest=64):
+                 widest=64, gamma=None):
         self.pool = collections.deque(range(blocks))
+        self.began = now
         self.control = control                # (alpha, beta) of the Vegas rule, or None: fixed windows
         self.widest = widest
+        self.gamma = gamma                    # Vegas' slow-start threshold, or None: no slow start
+        self.starting = set(range(slices)) if control and gamma is not None else set()
+        self.holding = set()                  # starting slices whose next round trip holds the window
         self.window = dict.fromkeys(range(slices), window)
         self.least = {}                       # slice -> least round trip of its blocks so far
         self.mark = {}                        # slice -> first block its next adjustment waits for
@@ -109,6 +126,14 @@ class Dispatch:
                 want -= 1
         return out
 
+    def summary(self):
+        """Per slice [blocks given, window, least round trip, last round
+        trip] (seconds; None where none has ended, and the least only under
+        control)."""
+        given = collections.Counter(s for _, s in self.given)
+        return [[given[s], self.window[s], self.least.get(s), self.rounds.get(s)]
+                for s in sorted(self.window)]
+
     def _adjust(self, s, block):
         """Vegas' rule on slice `s`, whose `block` just ended: once a round
         trip (the first block given after the last change ends)."""
@@ -119,11 +144,28 @@ class Dispatch:
         alpha, beta = self.control
         w = self.window[s]
         queued = w * (1 - self.least[s] / r)
-        if queued < alpha:
+        if s in self.starting:
+            self._start(s, w, queued, r)
+        elif queued < alpha:
             self.window[s] = min(self.widest, w + 1)
         elif queued > beta:
             self.window[s] = max(1, w - 1)
         self.mark[s] = self.pool[0] if self.pool else float("inf")
+
+    def _start(self, s, w, queued, r):
+        """Vegas' slow start on slice `s`: the window doubles every other
+        round trip, held in between so the next one is measured at the new
+        size, until more than gamma blocks queue; then it drops to the
+        window that would have queued none, plus one (Linux's tcp_vegas),
+        and the linear rule takes over."""
+        if queued > self.gamma:
+            self.starting.discard(s)
+            self.window[s] = max(1, min(w, int(w * self.least[s] / r) + 1))
+        elif s in self.holding:
+            self.holding.discard(s)
+        else:
+            self.window[s] = min(self.widest, 2 * w)
+            self.holding.add(s)
 
     def _left_out(self, s):
         """Whether the slices carrying blocks now would drain the pool

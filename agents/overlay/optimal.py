@@ -165,6 +165,7 @@ then each time one of a slice's blocks has reached every worker, that
 slice's next, and with `dispatch_control: 1` (the default) as many as
 its window now holds, each slice's window widened or narrowed once a
 round trip as TCP Vegas does (`dispatch_alpha`, `dispatch_beta`; with
+`dispatch_slow_start: 1`, from Vegas' slow start, `dispatch_gamma`; with
 `dispatch_tail: 1`, near the end, none to a slice that would still
 carry it after the others have drained the rest).  A slice
 whose links are fast now thus carries more, and the family has trees for
@@ -207,7 +208,8 @@ OPTIONS = {"keep": 2, "trade_rate": 1, "pipeline": 4, "min_segment": 4096, "fill
            "multipath": 0, "queue_limit": 1, "detour_hops": 2, "backfill": 0, "backfill_overlap": 4.0,
            "backfill_gate": 65536, "backfill_after": 0.5, "dispatch": 0, "dispatch_window": 2,
            "dispatch_tail": 0, "dispatch_block": 1024,
-           "dispatch_control": 1, "dispatch_alpha": 1.0, "dispatch_beta": 3.0, "dispatch_window_max": 64}
+           "dispatch_control": 1, "dispatch_alpha": 1.0, "dispatch_beta": 3.0, "dispatch_window_max": 64,
+           "dispatch_slow_start": 0, "dispatch_gamma": 1.0}
 RANGES = {"keep": (1, 64), "trade_rate": (0, 1), "pipeline": (1, 1024), "min_segment": (1, 10**9),
           "fill_aware": (0.0, 1.0),
           "pace": (0, 1), "pace_share": (0.1, 10.0), "check_period": (0.1, 3600.0),
@@ -220,7 +222,7 @@ RANGES = {"keep": (1, 64), "trade_rate": (0, 1), "pipeline": (1, 1024), "min_seg
           "backfill_after": (0.0, 1.0), "dispatch": (0, 1), "dispatch_window": (1, 64),
           "dispatch_tail": (0, 1), "dispatch_block": (1, 10**9),
           "dispatch_control": (0, 1), "dispatch_alpha": (0.0, 1000.0), "dispatch_beta": (0.0, 1000.0),
-          "dispatch_window_max": (1, 4096)}
+          "dispatch_window_max": (1, 4096), "dispatch_slow_start": (0, 1), "dispatch_gamma": (0.0, 1000.0)}
 
 servers_by_dc = ns.servers_by_dc
 overlay_dcs = ns.overlay_dcs

@@ -44,7 +44,11 @@ each plan is a family of slices, and this side also runs each
 iteration's `dispatcher.Dispatch`: it announces each block's slice to
 the workers as it is given out (`ns_assign`), and the whole map to the
 servers once every block is; the workers report each block's new values
-as they arrive (`ns_arrived`).
+as they arrive (`ns_arrived`).  Once every block of an iteration is
+given out it logs a `dispatched` decision: the seconds since the
+release and, per slice, the blocks it was given, its window, and the
+least and the last round trip of its blocks, which say where a
+dispatched synchronization waited.
 """
 
 import dataclasses
@@ -133,7 +137,7 @@ class Policy(netstorm_policy.Policy):
 
     def on_message(self, sender, header):
         if header.get("type") == ARRIVED:
-            return self._dispatch(header["it"], header["piece"], header["seg"]), []
+            return self._dispatch(header["it"], header["piece"], header["seg"])
         if header.get("type") != "ns_release":
             raise ValueError(f"the optimal planner's coordinator got an unknown request "
                              f"{header.get('type')!r} from {sender}")
@@ -238,11 +242,13 @@ class Policy(netstorm_policy.Policy):
             # RECENT_ITERATIONS + 1 boundaries make that many iterations.
             self.boundaries = self.boundaries[-RECENT_ITERATIONS:] + [self.clock()]
             if self.policy.get("dispatch"):
-                replies += self._first_blocks(it)
+                first, done = self._first_blocks(it)
+                replies, decisions = replies + first, decisions + done
         return replies, decisions
 
     def _first_blocks(self, it):
-        """The announcement that starts a dispatched iteration (`dispatcher`)."""
+        """The announcement that starts a dispatched iteration (`dispatcher`),
+        as `_announce`."""
         layout = self.sized_layout()
         control = (optimal.option(layout, "dispatch_alpha"), optimal.option(layout, "dispatch_beta")) \
             if optimal.option(layout, "dispatch_control") else None
@@ -250,25 +256,30 @@ class Policy(netstorm_policy.Policy):
                             int(optimal.option(layout, "dispatch_window")), self.clock(),
                             contributors=len(layout.workers),
                             tail=bool(optimal.option(layout, "dispatch_tail")), control=control,
-                            widest=int(optimal.option(layout, "dispatch_window_max")))
+                            widest=int(optimal.option(layout, "dispatch_window_max")),
+                            gamma=optimal.option(layout, "dispatch_gamma")
+                            if optimal.option(layout, "dispatch_slow_start") else None)
         self.dispatching[it] = dispatch
         return self._announce(it, dispatch, dispatch.first)
 
     def _dispatch(self, it, s, block):
         """A contributor got the new values of `block` of slice `s` in
-        iteration `it`: what the dispatcher gives out for it; an iteration
-        is forgotten once all its blocks are given out."""
+        iteration `it`: what the dispatcher gives out for it, as
+        `_announce`; an iteration is forgotten once all its blocks are
+        given out."""
         dispatch = self.dispatching.get(it)
         if dispatch is None:
-            return []
+            return [], []
         return self._announce(it, dispatch, dispatch.arrived_at_one(s, block, self.clock()))
 
     def _announce(self, it, dispatch, pairs):
         """The workers hear of each block as it is given out: they send it
         up.  The servers need the whole map only to know when they are done
         (a partial sum names its slice), so they hear it once, when the
-        last block is given out, and the iteration is forgotten."""
-        out = []
+        last block is given out, and the iteration is forgotten, with a
+        `dispatched` decision: the seconds since the release and, per slice,
+        [blocks given, window, least and last round trip].  (replies, decisions)."""
+        out, decisions = [], []
         if pairs:
             header = {"type": ASSIGN, "it": it, "blocks": pairs}
             out += [(w, header) for w in self.layout.worker_names]
@@ -276,7 +287,9 @@ class Policy(netstorm_policy.Policy):
             del self.dispatching[it]
             header = {"type": ASSIGN, "it": it, "blocks": dispatch.given}
             out += [(node, header) for node in sorted(self.nodes.values())]
-        return out
+            decisions.append({"decision": "dispatched", "it": it, "seconds": self.clock() - dispatch.began,
+                              "slices": dispatch.summary()})
+        return out, decisions
 
     def _all_estimated(self):
         return all(link in self.estimates for link in self.links)

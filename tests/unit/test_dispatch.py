@@ -193,7 +193,8 @@ def test_the_coordinator_gives_every_slice_its_window_then_a_block_per_block_end
     slices = len(policy.policy["slices"])
     blocks = optimal.blocks_of(policy.policy, lay)
     assert blocks == 14                     # 40 elements in blocks of 3
-    first = policy._first_blocks(0)
+    first, decisions = policy._first_blocks(0)
+    assert decisions == []
     # The workers hear of each block as it is given out.
     assert [dst for dst, _ in first] == lay.worker_names
     pairs = first[0][1]["blocks"]
@@ -203,7 +204,7 @@ def test_the_coordinator_gives_every_slice_its_window_then_a_block_per_block_end
         block, s = pairs[k]
         # The next block once the values reached the last of the four workers.
         for w in lay.worker_names:
-            replies, _ = policy.on_message(w, {"type": ARRIVED, "it": 0, "piece": s, "seg": block})
+            replies, decisions = policy.on_message(w, {"type": ARRIVED, "it": 0, "piece": s, "seg": block})
             assert bool(replies) == (w == lay.worker_names[-1])
         assert [dst for dst, _ in replies[:4]] == lay.worker_names
         assert replies[0][1]["blocks"] == [[2 * slices + k, s]]
@@ -213,19 +214,29 @@ def test_the_coordinator_gives_every_slice_its_window_then_a_block_per_block_end
     assert [dst for dst, _ in replies[4:]] == sorted(s for s, _ in lay.servers)
     assert replies[4][1]["blocks"] == pairs
     assert policy.dispatching == {}
+    # And the coordinator logs what each slice carried, its window and its last round trip.
+    [done] = decisions
+    assert done["decision"] == "dispatched" and done["it"] == 0 and done["seconds"] >= 0
+    ended = {s for _, s in pairs[:blocks - 2 * slices]}
+    assert [[given, window, least, last is not None] for given, window, least, last in done["slices"]] == \
+        [[sum(1 for _, t in pairs if t == s), 2, None, s in ended] for s in range(slices)]
     block, s = pairs[blocks - 1]
     assert policy.on_message("d0-w0", {"type": ARRIVED, "it": 0, "piece": s, "seg": block}) == ([], [])
 
 
-def test_the_coordinator_s_windows_follow_vegas_unless_told_to_stay_fixed():
-    for options, control in (({}, (1.0, 3.0)), ({"dispatch_control": 0}, None),
-                             ({"dispatch_alpha": 0.5, "dispatch_beta": 2}, (0.5, 2))):
+def test_the_coordinator_s_windows_follow_vegas_unless_told_to_stay_fixed_with_slow_start_if_asked():
+    for options, control, gamma in (({}, (1.0, 3.0), None), ({"dispatch_control": 0}, None, None),
+                                    ({"dispatch_alpha": 0.5, "dispatch_beta": 2}, (0.5, 2), None),
+                                    ({"dispatch_slow_start": 1}, (1.0, 3.0), 1.0),
+                                    ({"dispatch_slow_start": 1, "dispatch_gamma": 2}, (1.0, 3.0), 2)):
         lay = dispatched_layout(**options)
         policy = Policy(lay)
         policy.policy = family_policy(lay)
         policy._first_blocks(0)
-        assert policy.dispatching[0].control == control
-        assert set(policy.dispatching[0].window.values()) == {2}
+        dispatch = policy.dispatching[0]
+        assert dispatch.control == control and dispatch.gamma == gamma
+        assert dispatch.starting == (set(dispatch.window) if gamma else set())
+        assert set(dispatch.window.values()) == {2}
 
 
 def test_a_slice_slower_than_the_others_draining_the_pool_waits_and_is_asked_again_at_each_end():
@@ -280,12 +291,32 @@ def test_under_control_a_slice_widens_while_none_of_its_blocks_queue_and_narrows
     assert d.window[0] == 5
 
 
+def test_in_slow_start_a_window_doubles_every_other_round_trip_until_blocks_queue():
+    d = Dispatch(40, 1, 2, control=(1, 3), gamma=1)
+    assert d.first == [[0, 0], [1, 0]]
+    # Block 0 took its own least, 0.2 s: none queued, the window doubles to 4.
+    assert d.arrived_at_one(0, 0, 0.2) == [[2, 0], [3, 0], [4, 0]]
+    assert d.arrived_at_one(0, 1, 0.3) == [[5, 0]]                  # given before the change
+    # Block 2, the first given at 4, none queued: the round trip in between holds 4.
+    assert d.arrived_at_one(0, 2, 0.4) == [[6, 0]]
+    assert d.window[0] == 4
+    assert d.arrived_at_one(0, 3, 0.45) == [[7, 0]]
+    # Block 6, none queued: doubles to 8, with 3 out it gets 5.
+    assert d.arrived_at_one(0, 6, 0.6) == [[8, 0], [9, 0], [10, 0], [11, 0], [12, 0]]
+    # Block 8 took 0.5 s against 0.2 s: 8 (1 - 0.2 / 0.5) = 4.8 queued, more than
+    # gamma: slow start ends at the window that queues none, 8 x 0.2 / 0.5 = 3.2, plus 1.
+    assert d.arrived_at_one(0, 8, 1.1) == []
+    assert d.window[0] == 4 and not d.starting
+    # With 7 out and a window of 4, the fourth to end gets the next block.
+    assert [d.arrived_at_one(0, b, 1.2) for b in (4, 5, 7, 9)] == [[], [], [], [[13, 0]]]
+
+
 @given(st.integers(1, 60), st.integers(1, 6), st.integers(1, 4), st.integers(0, 10**6))
 @settings(max_examples=150, deadline=None)
 def test_under_control_every_block_is_given_once_and_every_window_stays_within_its_bounds(
         blocks, slices, window, seed):
     rng = random.Random(seed)
-    d = Dispatch(blocks, slices, window, control=(1, 3), widest=5)
+    d = Dispatch(blocks, slices, window, control=(1, 3), widest=5, gamma=rng.choice([None, 1]))
     out, given, now = list(d.first), list(d.first), 0.0
     while out:
         block, s = out.pop(rng.randrange(len(out)))
