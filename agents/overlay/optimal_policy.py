@@ -34,13 +34,14 @@ estimate past `update_change`, so that plan would stay for the run (on the
 8.6% on the plan's time).  So once a pair's estimate is the median of
 `settle_readings` trains, its younger readings are forgotten, and a plan
 made before every pair got there is made again when they all have.  A
-re-plan is solved in
-a thread: iterations go on being released under the plan in force, and
-the new one takes over at the first release after it is ready.  On a WAN
-whose rates change within an iteration (`optimal`'s docstring,
-`agents/planning/volatility`), the memory is `volatile_memory` and the
-plan is not paced; switching either way re-plans.  With `dispatch: 1`
-each plan is a family of slices, and this side also runs each
+re-plan is solved in a child process (`agents.planning.offload`; in a
+thread it would hold the GIL the dispatching loop needs): iterations go
+on being released under the plan in force, and the new one takes over
+at the first release after it is ready.  On a WAN whose rates change
+within an iteration (`optimal`'s docstring, `agents/planning/volatility`),
+the memory is `volatile_memory` and the plan is not paced; switching
+either way re-plans.  With `dispatch: 1` each plan is a family of
+slices, and this side also runs each
 iteration's `dispatcher.Dispatch`: it announces each block's slice to
 the workers as it is given out (`ns_assign`), and the whole map to the
 servers once every block is; the workers report each block's new values
@@ -53,11 +54,11 @@ dispatched synchronization waited.
 
 import dataclasses
 import statistics
-import threading
 
 from agents.dataplane.dispatch import ARRIVED, ASSIGN
 from agents.overlay import netstorm_policy, optimal
 from agents.overlay.dispatcher import Dispatch
+from agents.planning import offload
 from agents.planning.volatility import Holding
 
 RECENT_ITERATIONS = 3              # an iteration's duration is the median of the last three:
@@ -79,8 +80,9 @@ class Policy(netstorm_policy.Policy):
         self.size = layout.size        # the model's elements, as the workers report them
         self.seen = {}                 # (a, b) -> [(time, payload bytes/s)] within either memory
         self.settled = set()           # pairs whose estimate has been the median of settle_readings
-        self.solving = None            # the thread of a re-plan under way
-        self.solved = None             # (policy, speeds, change) it left
+        self.solver = offload.Solver()  # re-plans run in a child process, off the dispatching loop
+        self.solving = None            # the `offload.Call` of a re-plan under way
+        self.solving_for = None        # (speeds, change) it plans for
         self.holding = Holding(optimal.option(layout, "update_change"),
                                optimal.option(layout, "volatile_memory"),
                                optimal.option(layout, "hold_iterations"))
@@ -170,31 +172,15 @@ class Policy(netstorm_policy.Policy):
         return out
 
     def _solve(self, speeds):
-        layout = self.sized_layout()
-        share = optimal.usable_share(layout)          # what the probes, ACKs and headers leave
+        return solve(*self._problem(speeds))
+
+    def _problem(self, speeds):
+        """`solve`'s arguments for a plan on `speeds`, from this side's state."""
         # Asked for, a family is planned from the first estimates on: judging a WAN
         # volatile takes some three iterations, run meanwhile on a plan that holds.
-        if optimal.option(self.layout, "dispatch") and self._all_estimated():
-            policy = optimal.family_policy(
-                [optimal.compute_policy({link: v * share for link, v in reading.items()}, self.delays(),
-                                        self.order, layout) for reading in self.readings(speeds)])
-        else:
-            policy = optimal.compute_policy({link: v * share for link, v in speeds.items()}, self.delays(),
-                                            self.order, layout, self.policy)
-        # Pacing at a guess would hold a link to it: pace only a plan of estimates,
-        # and on a volatile WAN only if asked (the rates it was made on will not hold).
-        policy["guessed"] = not self._all_estimated()
-        policy["young"] = not self._all_settled()
-        policy["volatile"] = self.volatile
-        # A family's loads are every slice's rate at once, no plan's: not paced.
-        policy["pace"] = not policy["guessed"] and not policy.get("dispatch") and (
-            not self.volatile or bool(optimal.option(self.layout, "volatile_pace")))
-        if self.volatile and optimal.option(self.layout, "multipath"):
-            policy["routes"] = optimal.detour_routes(policy, speeds, self.order, layout)
-        if self.volatile and optimal.option(self.layout, "backfill") and not policy["guessed"] \
-                and not policy.get("dispatch"):
-            optimal.backfill_trees(policy, speeds, self.order, layout)
-        return policy
+        family = optimal.option(self.layout, "dispatch") and self._all_estimated()
+        return (self.sized_layout(), speeds, self.readings(speeds) if family else None, self.delays(),
+                self.order, self.policy, not self._all_estimated(), not self._all_settled(), self.volatile)
 
     def _adopt(self, policy, speeds):
         self.policy = policy
@@ -206,19 +192,20 @@ class Policy(netstorm_policy.Policy):
         if self.solving is not None:
             if self.solving.is_alive():
                 return []
+            policy, (speeds, change) = self.solving.result(), self.solving_for
             self.solving = None
-            policy, speeds, change = self.solved
             self._adopt(policy, speeds)
             return [self._replanned(change)]
         return super().tick(now)
 
     def _replan(self, speeds, change):
-        """Solve in a thread; `tick` adopts the plan once it is ready."""
-        def solve():
-            self.solved = (self._solve(speeds), speeds, change)
-        self.solving = threading.Thread(target=solve, name="replan", daemon=True)
-        self.solving.start()
+        """Solve in the solver process; `tick` adopts the plan once it is ready."""
+        self.solving = self.solver.call(solve, *self._problem(speeds))
+        self.solving_for = (speeds, change)
         return []
+
+    def close(self):
+        self.solver.close()
 
     def change(self, speeds):
         """Largest relative change of a link since the plan in force.  A
@@ -326,3 +313,32 @@ class Policy(netstorm_policy.Policy):
             share[s["root"]] = share.get(s["root"], 0.0) + s["rate"]
         total = sum(share.values()) or 1.0
         return {dc: round(r / total, 4) for dc, r in sorted(share.items())}
+
+
+def solve(layout, speeds, readings, delays, order, previous, guessed, young, volatile):
+    """A plan on `speeds` (payload bytes/s per link): with `readings`, a
+    dispatched family of one plan per reading, else one plan, warm-started
+    from `previous`.  `guessed`: some link has no estimate; `young`: some
+    pair has not settled; `volatile`: rates change within an iteration.
+    Pure, so a child process can run it (`offload`)."""
+    share = optimal.usable_share(layout)          # what the probes, ACKs and headers leave
+    if readings is not None:
+        policy = optimal.family_policy(
+            [optimal.compute_policy({link: v * share for link, v in reading.items()}, delays, order, layout)
+             for reading in readings])
+    else:
+        policy = optimal.compute_policy({link: v * share for link, v in speeds.items()}, delays,
+                                        order, layout, previous)
+    # Pacing at a guess would hold a link to it: pace only a plan of estimates,
+    # and on a volatile WAN only if asked (the rates it was made on will not hold).
+    policy["guessed"] = guessed
+    policy["young"] = young
+    policy["volatile"] = volatile
+    # A family's loads are every slice's rate at once, no plan's: not paced.
+    policy["pace"] = not guessed and not policy.get("dispatch") and (
+        not volatile or bool(optimal.option(layout, "volatile_pace")))
+    if volatile and optimal.option(layout, "multipath"):
+        policy["routes"] = optimal.detour_routes(policy, speeds, order, layout)
+    if volatile and optimal.option(layout, "backfill") and not guessed and not policy.get("dispatch"):
+        optimal.backfill_trees(policy, speeds, order, layout)
+    return policy

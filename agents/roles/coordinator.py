@@ -111,5 +111,6 @@ def run(cfg, log):
                 log("view", estimates=dict(view.estimates), transfers=dict(view.transfers))
                 last_view, changed = now, False
     finally:
+        getattr(policy, "close", lambda: None)()     # a policy's solver process, if it has one
         view.close()
         ep.close(drain=False)      # stopped by the runner: nothing left to deliver
