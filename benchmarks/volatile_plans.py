@@ -143,14 +143,7 @@ def dispatched_time(policy, layout, profile, start, model_bytes):
     moment one can take it would; plus the plan's fills, as `time_as_run`.
     It ignores how long a block takes to climb and descend its trees: the
     time of a dispatcher that never waits on one."""
-    loads = []
-    for s in policy["slices"]:
-        load = {}
-        for u, v in s["reduce"] + s["broadcast"]:
-            path = layout.routes.get(f"{u}>{v}", [u, v])
-            for link in zip(path, path[1:]):
-                load[link] = load.get(link, 0) + 1
-        loads.append(load)
+    loads = optimal.slice_loads(policy, layout)
     links = sorted({link for load in loads for link in load})
     a_ub = [[load.get(link, 0) for load in loads] for link in links]
     carried, fills = 0.0, policy["finish"] - model_bytes / policy["rate"]

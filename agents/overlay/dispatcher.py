@@ -51,6 +51,15 @@ last change has ended.  It is the planner's `dispatch_slow_start`, off by
 default, with `dispatch_gamma` (the paper's gamma = 1; measured in
 `results/planner-figure/README.md`).
 
+Steered (`windows`, then `steer`), no rule of its own sets a window: the
+caller gives every slice its window at the start and may give new ones
+while the iteration runs; a slice below its new window gets blocks up to
+it at once, round robin, the first slices first, and each end refills its
+slice to its window (none if it narrowed).  A slice of window 0 gets no
+block; the caller keeps one window above 0, so every block is given out.
+The planner steers by the rates its slices would have on the probes'
+latest readings (`optimal.steered_windows`, its `dispatch_steer`).
+
 Hand-checked (`tests/unit/test_dispatch.py` plays whole iterations):
 with 3 blocks left and the others ending 2 a second, a slice whose last
 block took 2 s (more than 1.5 s) is left out, one whose block took 1 s
@@ -68,7 +77,7 @@ import collections
 
 class Dispatch:
     def __init__(self, blocks, slices, window, now=0.0, contributors=1, tail=False, control=None,
-                 widest=64, gamma=None):
+                 widest=64, gamma=None, windows=None):
         self.pool = collections.deque(range(blocks))
         self.began = now
         self.control = control                # (alpha, beta) of the Vegas rule, or None: fixed windows
@@ -77,6 +86,7 @@ class Dispatch:
         self.starting = set(range(slices)) if control and gamma is not None else set()
         self.holding = set()                  # starting slices whose next round trip holds the window
         self.window = dict.fromkeys(range(slices), window)
+        self.steered = windows is not None   # windows set from outside (`steer`), no rule of their own
         self.least = {}                       # slice -> least round trip of its blocks so far
         self.mark = {}                        # slice -> first block its next adjustment waits for
         self.contributors = contributors
@@ -88,10 +98,28 @@ class Dispatch:
         self.rounds = {}                     # slice -> seconds its last block took
         self.idle = set()                    # slices left out, asked again at every end
         self.first = []
-        for _ in range(window):
+        if self.steered:
+            self.first = self.steer(windows, now)
+        for _ in range(0 if self.steered else window):
             for s in range(slices):
                 if self.pool:
                     self.first.append(self._give(s, now))
+
+    def steer(self, windows, now):
+        """Set every slice's window ([blocks] a slice) and give each slice
+        below its new window blocks up to it, round-robin, the first
+        slices first: [[block, slice]] to announce now."""
+        self.steered = True
+        self.window = dict(enumerate(windows))
+        out = []
+        while self.pool:
+            below = [s for s in sorted(self.window) if self.busy[s] < self.window[s]]
+            if not below:
+                break
+            for s in below:
+                if self.pool:
+                    out.append(self._give(s, now))
+        return out
 
     def done(self):
         """True once every block is given out."""
@@ -119,8 +147,8 @@ class Dispatch:
                 self.idle.add(k)
                 continue
             self.idle.discard(k)
-            # Under control the ended slice refills to its window (none if it narrowed).
-            want = self.window[k] - self.busy[k] if k == s and self.control else 1
+            # Under control or steered, the ended slice refills to its window (none if it narrowed).
+            want = self.window[k] - self.busy[k] if k == s and (self.control or self.steered) else 1
             while self.pool and want > 0:
                 out.append(self._give(k, now))
                 want -= 1

@@ -185,12 +185,30 @@ measured only where fixed plans fall short, on the 10 s WAN: 2.51x
 3.03x (1.21x its speed); one run on each took 3.08x without dispatch,
 and 2.81x dispatched with fixed windows of three blocks.
 
+With `dispatch_steer: 1` no Vegas rule sets the windows.  At the release,
+and at each read of the probes while the iteration runs, the coordinator
+takes each DC pair's last probe train (not the estimate, the median of
+three, which follows a redraw only after two trains that deviate, some
+5 s), finds the rates of the family's slices that together carry the
+most the links allow at those readings (`family_rates`, an LP over the
+slices; most come out 0), and gives each slice `dispatch_headroom` times
+its rate over one round trip of a block (its propagation delay plus
+`dispatch_turnaround`) as its window, in blocks (`steered_windows`).
+Why: traced on the 10 s WAN, the best mix of a family's own slices on
+the rates of each second carried 58-107 blocks a second where Vegas'
+windows, spread over every slice, carried about 50, and as much as a
+plan made anew on those rates.  Where the text is silent we choose this;
+it is off by default, measured in `results/planner-figure/README.md`.
+
 `trace_pieces: 1` has every node log when each piece's segments arrived
 from each peer, per iteration (`agents/dataplane/driver.py`): where a
 slice waited on its way through the trees.
 """
 
+import math
+
 from agents.overlay import netstorm as ns
+from agents.planning.lp import LP
 from agents.planning.packing import arc_delays, tree_packings
 from agents.planning.wan import Wan
 
@@ -209,7 +227,8 @@ OPTIONS = {"keep": 2, "trade_rate": 1, "pipeline": 4, "min_segment": 4096, "fill
            "backfill_gate": 65536, "backfill_after": 0.5, "dispatch": 0, "dispatch_window": 2,
            "dispatch_tail": 0, "dispatch_block": 1024,
            "dispatch_control": 1, "dispatch_alpha": 1.0, "dispatch_beta": 3.0, "dispatch_window_max": 64,
-           "dispatch_slow_start": 0, "dispatch_gamma": 1.0}
+           "dispatch_slow_start": 0, "dispatch_gamma": 1.0,
+           "dispatch_steer": 0, "dispatch_headroom": 2.0, "dispatch_turnaround": 0.2}
 RANGES = {"keep": (1, 64), "trade_rate": (0, 1), "pipeline": (1, 1024), "min_segment": (1, 10**9),
           "fill_aware": (0.0, 1.0),
           "pace": (0, 1), "pace_share": (0.1, 10.0), "check_period": (0.1, 3600.0),
@@ -222,7 +241,8 @@ RANGES = {"keep": (1, 64), "trade_rate": (0, 1), "pipeline": (1, 1024), "min_seg
           "backfill_after": (0.0, 1.0), "dispatch": (0, 1), "dispatch_window": (1, 64),
           "dispatch_tail": (0, 1), "dispatch_block": (1, 10**9),
           "dispatch_control": (0, 1), "dispatch_alpha": (0.0, 1000.0), "dispatch_beta": (0.0, 1000.0),
-          "dispatch_window_max": (1, 4096), "dispatch_slow_start": (0, 1), "dispatch_gamma": (0.0, 1000.0)}
+          "dispatch_window_max": (1, 4096), "dispatch_slow_start": (0, 1), "dispatch_gamma": (0.0, 1000.0),
+          "dispatch_steer": (0, 1), "dispatch_headroom": (0.1, 100.0), "dispatch_turnaround": (0.0, 60.0)}
 
 servers_by_dc = ns.servers_by_dc
 overlay_dcs = ns.overlay_dcs
@@ -522,6 +542,58 @@ def family_policy(policies):
         for u, v in s["reduce"] + s["broadcast"]:
             loads[f"{u}>{v}"] = loads.get(f"{u}>{v}", 0.0) + s["rate"]
     out["loads"] = loads
+    return out
+
+
+def slice_loads(policy, layout):
+    """Per slice of `policy`, {(a, b): times a byte of it crosses link a -> b}:
+    once for each of its reduce and broadcast connections whose routers'
+    path crosses the link."""
+    out = []
+    for s in policy["slices"]:
+        load = {}
+        for u, v in s["reduce"] + s["broadcast"]:
+            path = layout.routes.get(f"{u}>{v}", [u, v])
+            for link in zip(path, path[1:]):
+                load[link] = load.get(link, 0) + 1
+        out.append(load)
+    return out
+
+
+def family_rates(policy, speeds, layout):
+    """Each slice's payload bytes/s when the slices of `policy` together
+    carry the most the links allow at `speeds` ({link: bytes/s}): maximise
+    the sum of the slices' rates x_s subject to, on every link l, the sum of
+    x_s times the crossings of l by a byte of s (`slice_loads`) being at
+    most speeds[l].  An LP over the slices the family has, not a new
+    packing: a plan's trees are fixed while its iteration runs."""
+    loads = slice_loads(policy, layout)
+    unit = max(speeds.values(), default=0.0) or 1.0        # HiGHS likes numbers near 1
+    lp = LP()
+    cols = [lp.var(cost=-1.0) for _ in loads]
+    for link in sorted({link for load in loads for link in load}):
+        lp.row([(c, load[link]) for c, load in zip(cols, loads) if link in load], "<=",
+               speeds.get(link, 0.0) / unit)
+    res = lp.solve()
+    if res.status != 0:
+        return [0.0] * len(loads)
+    return [max(0.0, float(res.x[c])) * unit for c in cols]
+
+
+def steered_windows(policy, rates, layout):
+    """Per slice the blocks it keeps out to run at its rate in `rates`
+    (payload bytes/s): `dispatch_headroom` times its rate over one round
+    trip of a block, the slice's propagation delay (its `delay`, up its
+    reduce and down its broadcast tree) plus `dispatch_turnaround` (the
+    blocks' store-and-forward and the agents' and the dispatcher's own
+    time), in blocks, rounded up; none for a slice of no rate.  The
+    fastest slice keeps at least one, so blocks always flow."""
+    block = 4 * segment_of(policy, layout)
+    headroom, turnaround = option(layout, "dispatch_headroom"), option(layout, "dispatch_turnaround")
+    out = [math.ceil(headroom * r * (s.get("delay", 0.0) + turnaround) / block - 1e-9) if r > 0 else 0
+           for s, r in zip(policy["slices"], rates)]
+    if out and max(out) < 1:
+        out[max(range(len(out)), key=lambda k: rates[k])] = 1
     return out
 
 

@@ -49,7 +49,10 @@ as they arrive (`ns_arrived`).  Once every block of an iteration is
 given out it logs a `dispatched` decision: the seconds since the
 release and, per slice, the blocks it was given, its window, and the
 least and the last round trip of its blocks, which say where a
-dispatched synchronization waited.
+dispatched synchronization waited.  With `dispatch_steer: 1` it keeps
+each DC pair's last train as well, and at every read of the probes sets
+the windows of each iteration still being given out anew from them
+(`optimal.steered_windows`); the next block's end takes them.
 """
 
 import dataclasses
@@ -80,6 +83,7 @@ class Policy(netstorm_policy.Policy):
         self.size = layout.size        # the model's elements, as the workers report them
         self.seen = {}                 # (a, b) -> [(time, payload bytes/s)] within either memory
         self.settled = set()           # pairs whose estimate has been the median of settle_readings
+        self.last = {}                 # (a, b) -> payload bytes/s the pair's last train read
         self.solver = offload.Solver()  # re-plans run in a child process, off the dispatching loop
         self.solving = None            # the `offload.Call` of a re-plan under way
         self.solving_for = None        # (speeds, change) it plans for
@@ -89,6 +93,7 @@ class Policy(netstorm_policy.Policy):
         self.boundaries = []           # when the last iterations were released
         self.volatile = False          # whether rates change faster than plans run
         self.dispatching = {}          # iteration -> its Dispatch, until every block is given out
+        self.windows = {}              # iteration -> under dispatch_steer, its windows on the latest readings
 
     def speeds(self):
         """Estimated payload bytes/s per link; a link not yet estimated
@@ -121,6 +126,8 @@ class Policy(netstorm_policy.Policy):
                 seen[:] = [(t, v) for t, v in seen if now - t <= max(memory, long_memory)]
                 self.pairs[(a, b)] = max(v for t, v in seen if now - t <= memory)
                 self.long_pairs[(a, b)] = max(v for t, v in seen if now - t <= long_memory)
+            if probe.get("last"):
+                self.last[(a, b)] = probe["last"] * optimal.GOODPUT_SHARE / 8
             if probe.get("rtt") and (a, b) in self.links:
                 rtts = self.rtts_seen.setdefault((a, b), [])
                 rtts.append((now, probe["rtt"]))
@@ -131,6 +138,8 @@ class Policy(netstorm_policy.Policy):
         self.volatile = self.holding.volatile(now, self.iteration())
         self.estimates = optimal.link_estimates(self.long_pairs if self.volatile else self.pairs,
                                                 routes, self.links)
+        if optimal.option(self.layout, "dispatch_steer"):     # each next block's end takes the new windows
+            self.windows = {it: self.steering(d.policy) for it, d in self.dispatching.items() if d.steered}
 
     def iteration(self):
         """Seconds an iteration lasts lately (None before two boundaries)."""
@@ -237,15 +246,18 @@ class Policy(netstorm_policy.Policy):
         """The announcement that starts a dispatched iteration (`dispatcher`),
         as `_announce`."""
         layout = self.sized_layout()
+        steer = bool(optimal.option(layout, "dispatch_steer"))
         control = (optimal.option(layout, "dispatch_alpha"), optimal.option(layout, "dispatch_beta")) \
-            if optimal.option(layout, "dispatch_control") else None
+            if optimal.option(layout, "dispatch_control") and not steer else None
         dispatch = Dispatch(optimal.blocks_of(self.policy, layout), len(self.policy["slices"]),
                             int(optimal.option(layout, "dispatch_window")), self.clock(),
                             contributors=len(layout.workers),
                             tail=bool(optimal.option(layout, "dispatch_tail")), control=control,
                             widest=int(optimal.option(layout, "dispatch_window_max")),
                             gamma=optimal.option(layout, "dispatch_gamma")
-                            if optimal.option(layout, "dispatch_slow_start") else None)
+                            if optimal.option(layout, "dispatch_slow_start") else None,
+                            windows=self.steering(self.policy) if steer else None)
+        dispatch.policy = self.policy           # the family it dispatches, whatever is adopted meanwhile
         self.dispatching[it] = dispatch
         return self._announce(it, dispatch, dispatch.first)
 
@@ -257,7 +269,29 @@ class Policy(netstorm_policy.Policy):
         dispatch = self.dispatching.get(it)
         if dispatch is None:
             return [], []
-        return self._announce(it, dispatch, dispatch.arrived_at_one(s, block, self.clock()))
+        now = self.clock()
+        pairs = dispatch.arrived_at_one(s, block, now)
+        windows = self.windows.get(it)
+        if windows is not None and windows != list(dispatch.window.values()):
+            pairs += dispatch.steer(windows, now)       # the readings moved since it was last steered
+        return self._announce(it, dispatch, pairs)
+
+    def steering(self, policy):
+        """Per slice of the family `policy` its window under `dispatch_steer`
+        (`optimal.steered_windows`): its rate when the family's slices carry
+        the most on the probes' latest readings (`optimal.family_rates`)."""
+        layout = self.sized_layout()
+        share = optimal.usable_share(layout)
+        latest = {link: v * share for link, v in self.latest(self.speeds()).items()}
+        return optimal.steered_windows(policy, optimal.family_rates(policy, latest, layout), layout)
+
+    def latest(self, speeds):
+        """Each link at its DC pair's latest reading where it has one, else
+        as in `speeds`."""
+        pairs = {pair: seen[-1][1] for pair, seen in self.seen.items() if seen}
+        pairs.update(self.last)
+        estimated = optimal.link_estimates(pairs, self.layout.routes, self.links)
+        return {link: estimated.get(link, v) for link, v in speeds.items()}
 
     def _announce(self, it, dispatch, pairs):
         """The workers hear of each block as it is given out: they send it

@@ -154,7 +154,7 @@ class Estimator:
         # Confidence grows with samples and decays with age (one period ~ fresh).
         confidence = (self.samples / (self.samples + 1.0)) * math.exp(-max(0.0, age - self.period)
                                                                       / (3 * self.period))
-        return {"bw": bw, "active": self.bw, "available": self.available,
+        return {"bw": bw, "active": self.bw, "last": self.last_active, "available": self.available,
                 "passive": self.passive if passive_fresh else None,
                 "rtt": statistics.median(self.rtts) if self.rtts else None,
                 "confidence": round(confidence, 4), "age": age, "settled": self.settled,

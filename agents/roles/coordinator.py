@@ -42,8 +42,8 @@ class NetworkView:
                     continue        # a start-up guess, published only to size trains
                 changed |= self.estimates.get(f"{src}->{dst}") != est["bw"]
                 self.estimates[f"{src}->{dst}"] = est["bw"]
-                self.probes[f"{src}->{dst}"] = {"active": est.get("active"), "rtt": est.get("rtt"),
-                                                "readings": est.get("readings")}
+                self.probes[f"{src}->{dst}"] = {"active": est.get("active"), "last": est.get("last"),
+                                                "rtt": est.get("rtt"), "readings": est.get("readings")}
         for dst, reader in self.readers.items():
             for src, _, goodput in reader.read():
                 if src != dst:

@@ -315,6 +315,15 @@ def test_the_sender_hands_over_every_frame_of_each_train_once():
     assert got == [f"1,{s},30,5.0;" for s in range(30)] + [f"2,{s},3,6.0;" for s in range(3)]
 
 
+def test_an_estimate_also_gives_its_last_train_s_reading_while_the_median_holds():
+    e = Estimator(period=2.0)
+    for t, rate in ((0, 20e6), (2, 21e6), (4, 19e6)):
+        e.add_active(t, rate)
+    assert e.estimate(4)["active"] == 20e6 and e.estimate(4)["last"] == 19e6
+    e.add_active(6, 5e6)                        # deviating: the median holds, the last train does not
+    assert e.estimate(6)["active"] == 20e6 and e.estimate(6)["last"] == 5e6
+
+
 def test_an_estimate_says_how_many_trains_its_median_holds():
     e = Estimator(period=2.0)
     readings = []
