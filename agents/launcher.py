@@ -72,7 +72,7 @@ def preload():
     import agents.workload  # noqa: F401
 
 
-def _libc():
+def load_libc():
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong,
                            ctypes.c_ulong]
@@ -80,7 +80,7 @@ def _libc():
     return libc
 
 
-def _die_with_parent(libc, sig):
+def die_with_parent(libc, sig):
     if libc.prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG)")
 
@@ -112,7 +112,7 @@ def run_child(libc, launcher_pid, req, ready_w):
     code = 1
     try:
         # SIGKILL once the launcher is gone, unless it is gone already.
-        _die_with_parent(libc, signal.SIGKILL)
+        die_with_parent(libc, signal.SIGKILL)
         if os.getppid() != launcher_pid:
             os._exit(1)
         signal.set_wakeup_fd(-1)
@@ -167,7 +167,7 @@ class Server:
     """The launcher's loop: requests in, children forked, exits reported."""
 
     def __init__(self):
-        self.libc = _libc()
+        self.libc = load_libc()
         self.children = {}       # pid -> name, until reaped
         self.stopping = False
         self.inbox = b""
@@ -263,7 +263,7 @@ def main(argv=None):
     p.add_argument("room", nargs="?", default="", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     server = Server()
-    _die_with_parent(server.libc, signal.SIGTERM)
+    die_with_parent(server.libc, signal.SIGTERM)
     if os.getppid() != args.parent:
         return 1
     preload()

@@ -100,10 +100,11 @@ class Dispatch:
         self.first = []
         if self.steered:
             self.first = self.steer(windows, now)
-        for _ in range(0 if self.steered else window):
-            for s in range(slices):
-                if self.pool:
-                    self.first.append(self._give(s, now))
+        else:
+            for _ in range(window):
+                for s in range(slices):
+                    if self.pool:
+                        self.first.append(self._give(s, now))
 
     def steer(self, windows, now):
         """Set every slice's window ([blocks] a slice) and give each slice

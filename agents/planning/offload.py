@@ -19,7 +19,6 @@ started it (PR_SET_PDEATHSIG), so a coordinator killed outright leaves no
 solver behind, and it exits when its stdin closes.
 """
 
-import ctypes
 import importlib
 import os
 import pickle
@@ -30,7 +29,6 @@ import subprocess
 import sys
 
 HEADER = struct.Struct("!Q")
-PR_SET_PDEATHSIG = 1
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -128,7 +126,8 @@ def serve(stdin, stdout):
 
 
 if __name__ == "__main__":
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    from agents.launcher import die_with_parent, load_libc
+    die_with_parent(load_libc(), signal.SIGKILL)
     if os.getppid() == 1:
         sys.exit(0)                 # the parent is gone already
     signal.signal(signal.SIGINT, signal.SIG_IGN)     # Ctrl-C is the parent's to handle
