@@ -23,7 +23,6 @@ made per iteration, with the plan released for it held against the links
 as they were while it ran (`plan_times_as_run`), and the medians taken."""
 
 import glob
-import json
 import os
 import statistics
 
@@ -32,7 +31,8 @@ from agents.planning.evaluate import link_shares
 from testbed import report
 from testbed import spec as specmod
 from testbed.bounds import wan_of
-from testbed.bounds.timeline import bounds_per_iteration, slowest_syncs, time_to_carry, wan_states
+from testbed.bounds.timeline import slowest_syncs, time_to_carry, wan_states
+from testbed.run_iterations import iters_of, per_iteration, steady_ratios
 from testbed.runfolder import RunFolder
 from testbed.runner import router_paths
 from testbed.stats import write_table
@@ -76,28 +76,6 @@ COLUMNS = ("network", "system", "status", "iterations", "model_mb", "sync_s", "t
 def split_label(name):
     network, _, system = name.rpartition("-")
     return network, system
-
-
-def agent_events(run, role_suffix):
-    return [e for f in sorted(glob.glob(os.path.join(run, "agents", f"*{role_suffix}.jsonl")))
-            for e in read_events(f)]
-
-
-def iters_of(run):
-    """The `iter` events of every DC's first worker."""
-    return [e for e in agent_events(run, "-w0") if e["ev"] == "iter"]
-
-
-def per_iteration(run, model_bytes):
-    """[(it, sync, t_lb)] of a run, the bound of the WAN while each sync ran,
-    timed from the last start, and the same timed push to pull."""
-    spec = json.load(open(os.path.join(run, "spec.json")))
-    links = os.path.join(run, "links.jsonl")
-    changes = read_events(links) if os.path.exists(links) else []
-    iters = iters_of(run)
-    cache = {}                  # both counts meet mostly the same WAN states
-    return (bounds_per_iteration(spec, changes, iters, model_bytes, from_last_start=True, cache=cache),
-            bounds_per_iteration(spec, changes, iters, model_bytes, cache=cache), spec, changes)
 
 
 def plan_times(run, spec_doc, changes, model_bytes):
@@ -208,7 +186,7 @@ def summarize(rows):
         elif run and r.get("model_bytes"):
             model = r["model_bytes"]
             its, push_to_pull, spec_doc, changes = per_iteration(run, model)
-            steady = [(it, s, b) for it, s, b in its if it > 0 and b]
+            steady = steady_ratios(its)
             ratios = [s / b for _, s, b in steady]
             series[(network, system)] = steady
             half = ratios[len(ratios) // 2:]
