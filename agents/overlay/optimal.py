@@ -162,8 +162,9 @@ elements that the coordinator gives to slices while the iteration runs
 (`agents/overlay/dispatcher`, `agents/dataplane/dispatch`):
 `dispatch_window` blocks to every slice at the start, fastest first,
 then each time one of a slice's blocks has reached every worker, that
-slice's next, and with `dispatch_control: 1` (the default) as many as
-its window now holds, each slice's window widened or narrowed once a
+slice's next, as many as its window now holds: each window steered by
+the probes' last trains (`dispatch_steer`, the default, below), or, with
+`dispatch_steer: 0` and `dispatch_control: 1`, widened or narrowed once a
 round trip as TCP Vegas does (`dispatch_alpha`, `dispatch_beta`; with
 `dispatch_slow_start: 1`, from Vegas' slow start, `dispatch_gamma`; with
 `dispatch_tail: 1`, near the end, none to a slice that would still
@@ -179,8 +180,8 @@ smaller than a fixed plan's segment: a slice's next block waits for its
 last to come down, so the blocks in flight must cover each slice's
 round trip, and large ones put most of the model in flight at once
 (measured in `results/planner-figure/README.md`).  Where the text is
-silent (its plans are fixed), we choose this.  It is off by default and
-measured only where fixed plans fall short, on the 10 s WAN: 2.51x
+silent (its plans are fixed), we choose this.  Dispatch is off by
+default.  With Vegas' windows it measured, on the 10 s WAN, 2.51x
 `t_lb` pooled over two runs on each of three draws against NetStorm's
 3.03x (1.21x its speed); one run on each took 3.08x without dispatch,
 and 2.81x dispatched with fixed windows of three blocks.
@@ -197,8 +198,12 @@ its rate over one round trip of a block (its propagation delay plus
 Why: traced on the 10 s WAN, the best mix of a family's own slices on
 the rates of each second carried 58-107 blocks a second where Vegas'
 windows, spread over every slice, carried about 50, and as much as a
-plan made anew on those rates.  Where the text is silent we choose this;
-it is off by default, measured in `results/planner-figure/README.md`.
+plan made anew on those rates.  Where the text is silent we choose this.
+It is the default under `dispatch: 1` (`dispatch_steer: 0` gives the
+windows to Vegas): pooled over two runs on each of three draws of the
+10 s WAN, 2.11x `t_lb` against NetStorm's 3.18x, 1.51x its speed, and on
+the static WAN at a quarter of the rates 1.43x against the fixed plan's
+1.47x (`testbed reproduce planner-dynamic`).
 
 `trace_pieces: 1` has every node log when each piece's segments arrived
 from each peer, per iteration (`agents/dataplane/driver.py`): where a
@@ -228,7 +233,7 @@ OPTIONS = {"keep": 2, "trade_rate": 1, "pipeline": 4, "min_segment": 4096, "fill
            "dispatch_tail": 0, "dispatch_block": 1024,
            "dispatch_control": 1, "dispatch_alpha": 1.0, "dispatch_beta": 3.0, "dispatch_window_max": 64,
            "dispatch_slow_start": 0, "dispatch_gamma": 1.0,
-           "dispatch_steer": 0, "dispatch_headroom": 2.0, "dispatch_turnaround": 0.2}
+           "dispatch_steer": 1, "dispatch_headroom": 2.0, "dispatch_turnaround": 0.2}
 RANGES = {"keep": (1, 64), "trade_rate": (0, 1), "pipeline": (1, 1024), "min_segment": (1, 10**9),
           "fill_aware": (0.0, 1.0),
           "pace": (0, 1), "pace_share": (0.1, 10.0), "check_period": (0.1, 3600.0),

@@ -49,7 +49,7 @@ as they arrive (`ns_arrived`).  Once every block of an iteration is
 given out it logs a `dispatched` decision: the seconds since the
 release and, per slice, the blocks it was given, its window, and the
 least and the last round trip of its blocks, which say where a
-dispatched synchronization waited.  With `dispatch_steer: 1` it keeps
+dispatched synchronization waited.  Steered (`dispatch_steer`, the default) it keeps
 each DC pair's last train as well, and at every read of the probes sets
 the windows of each iteration still being given out anew from them
 (`optimal.steered_windows`); the next block's end takes them.

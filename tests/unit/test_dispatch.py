@@ -162,6 +162,8 @@ def test_conflicting_announcements_and_blocks_on_another_slice_are_refused():
 
 
 def dispatched_layout(**options):
+    """The kite dispatched; its windows Vegas' unless `dispatch_steer` is given."""
+    options = {"dispatch_steer": 0, **options}
     return dataclasses.replace(kite(dispatch=1, dispatch_block=3, **options), size=40)
 
 

@@ -5,7 +5,6 @@ while its iteration runs; checked by hand, and every block given once
 whatever the windows do."""
 
 import dataclasses
-import math
 import random
 
 import pytest
@@ -17,7 +16,7 @@ from agents.overlay import optimal
 from agents.overlay.dispatcher import Dispatch
 from agents.overlay.optimal_policy import Policy
 from tests.unit.test_dispatch import dispatched_layout, family_policy
-from tests.unit.test_planner_detours import layout_over
+from tests.unit.test_planner_detours import kite, layout_over
 
 
 def triangle(**options):
@@ -142,10 +141,13 @@ def test_the_coordinator_steers_each_iteration_by_the_latest_readings_and_re_ste
     assert list(dispatch.window.values()) == expected(slow)
 
 
-def test_steering_is_off_by_default_and_leaves_vegas_in_charge():
-    lay = dispatched_layout()
-    policy = Policy(lay)
-    policy.policy = family_policy(lay)
-    policy._first_blocks(0)
-    assert not policy.dispatching[0].steered and policy.dispatching[0].control == (1.0, 3.0)
-    assert math.isclose(optimal.option(lay, "dispatch_headroom"), 2.0)
+def test_dispatch_is_steered_by_default_and_vegas_takes_the_windows_when_steering_is_off():
+    steered = dataclasses.replace(kite(dispatch=1, dispatch_block=3), size=40)
+    vegas = dispatched_layout(dispatch_steer=0)
+    modes = []
+    for lay in (steered, vegas):
+        policy = Policy(lay)
+        policy.policy = family_policy(lay)
+        policy._first_blocks(0)
+        modes.append((policy.dispatching[0].steered, policy.dispatching[0].control))
+    assert modes == [(True, None), (False, (1.0, 3.0))]
