@@ -49,8 +49,6 @@ import argparse
 import dataclasses
 import statistics
 
-from scipy.optimize import linprog
-
 from agents.config import Peer
 from agents.overlay import optimal
 from agents.planning.evaluate import link_shares
@@ -143,17 +141,13 @@ def dispatched_time(policy, layout, profile, start, model_bytes):
     moment one can take it would; plus the plan's fills, as `time_as_run`.
     It ignores how long a block takes to climb and descend its trees: the
     time of a dispatcher that never waits on one."""
-    loads = optimal.slice_loads(policy, layout)
-    links = sorted({link for load in loads for link in load})
-    a_ub = [[load.get(link, 0) for load in loads] for link in links]
     carried, fills = 0.0, policy["finish"] - model_bytes / policy["rate"]
     for k, (t, wan) in enumerate(profile.states):
         until = profile.states[k + 1][0] if k + 1 < len(profile.states) else float("inf")
         if until <= start:
             continue
         lo = max(t, start)
-        rate = -linprog([-1.0] * len(loads), A_ub=a_ub, b_ub=[wan.links[link][0] for link in links],
-                        bounds=(0, None), method="highs").fun
+        rate = sum(optimal.family_rates(policy, {link: c for link, (c, _) in wan.links.items()}, layout))
         if rate > 0 and carried + rate * (until - lo) >= model_bytes:
             return lo + (model_bytes - carried) / rate - start + fills
         carried += rate * (until - lo)

@@ -16,6 +16,7 @@ import statistics
 
 from testbed.run_iterations import per_iteration, steady_ratios
 from testbed.stats import write_table
+from testbed.sweep import RecipeError
 
 SYSTEMS = ("netstorm", "fixed", "steered")
 COLORS = {"netstorm": "C3", "fixed": "C0", "steered": "C4"}
@@ -31,10 +32,11 @@ NAME = re.compile(r"^(?P<setting>.+?)(-draw(?P<draw>\d+)-run(?P<run>\d+))?-(?P<s
 
 def parse(name):
     """(setting, draw, run, system) of a variant's name; draw and run are
-    None for a setting with one run."""
+    None for a setting with one run.  A name of another shape is the
+    recipe's error, said in one sentence by `testbed reproduce`."""
     m = NAME.match(name)
     if not m:
-        raise ValueError(f"variant {name!r} is not SETTING[-drawD-runR]-SYSTEM")
+        raise RecipeError(f"planner-dynamic: variant {name!r} is not named SETTING[-drawD-runR]-SYSTEM")
     draw, run = m["draw"], m["run"]
     return m["setting"], int(draw) if draw else None, int(run) if run else None, m["system"]
 

@@ -4,6 +4,7 @@ taken against each setting's own baseline, on hand-made numbers."""
 
 import pytest
 
+from testbed.sweep import RecipeError
 from tests.recipe_plot import load_plot
 
 
@@ -15,7 +16,7 @@ def plot():
 def test_a_variant_name_gives_its_setting_draw_run_and_system(plot):
     assert plot.parse("dynamic-draw2-run1-steered") == ("dynamic", 2, 1, "steered")
     assert plot.parse("static-10mb-quarter-fixed") == ("static-10mb-quarter", None, None, "fixed")
-    with pytest.raises(ValueError):
+    with pytest.raises(RecipeError, match="SETTING"):
         plot.parse("Steered")
 
 
