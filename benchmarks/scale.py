@@ -61,6 +61,7 @@ from testbed.emulation.capability import DELAY_BACKENDS
 from testbed.emulation.delay import NoDelay
 from testbed.emulation.network import run_in
 from testbed.topogen import ring_with_chords
+from agents.planning.wan import GOODPUT_SHARE
 
 GOODPUT_TOLERANCE = 0.05
 RTT_TOLERANCE = 0.002
@@ -105,7 +106,7 @@ def start_flows(net, flows, seconds, paced=None):
         if paced:
             # Small writes: iperf3 paces by whole writes, and its default
             # 128 KB write would fill the queue in bursts.
-            args += ["-b", str(int(rate * measure.GOODPUT_SHARE * paced)), "-l", "2896"]
+            args += ["-b", str(int(rate * GOODPUT_SHARE * paced)), "-l", "2896"]
         procs.append(net.node(dst).popen(args, stdout=subprocess.DEVNULL,
                                          stderr=subprocess.DEVNULL))
     return procs
@@ -184,7 +185,7 @@ def saturated_phase(net, seconds, warmup=2.0):
         # A flow that never got going, or whose connection went (an
         # overloaded machine), has no goodput to compare: None.
         ok = ba > 0 and bb > ba
-        ratios.append((index, key, (bb - ba) * 8 / (tb - ta) / (rate * measure.GOODPUT_SHARE)
+        ratios.append((index, key, (bb - ba) * 8 / (tb - ta) / (rate * GOODPUT_SHARE)
                        if ok else None))
     relay = None if relay0 is None else (relay1 - relay0) / (t1 - t0)
     per_frame = busy * os.cpu_count() * (t1 - t0) / frames if frames else None

@@ -58,7 +58,8 @@ they sit on every path).
 
 import networkx as nx
 
-GOODPUT_SHARE = 1448 / 1514
+from agents.planning.wan import GOODPUT_SHARE
+
 RESIDUAL = 1e-9            # a link this little of its rate from full or empty is so
 
 

@@ -5,7 +5,7 @@ runner's, as for an experiment."""
 
 from agents.config import AgentConfig, Peer, Transport
 from testbed import runend
-from testbed.bound import GOODPUT_SHARE
+from agents.planning.wan import GOODPUT_SHARE
 
 # What ends a search: its scheduler ran every stage and told the machines.
 FINISHED = "search-finished"

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from testbed import spec as specmod
 from testbed.emulation import measure, network
+from agents.planning.wan import GOODPUT_SHARE
 
 DEFAULT_TOPOLOGY = """
 name: selftest
@@ -54,7 +55,7 @@ def rtt_result(what, expected, measured):
 
 
 def rate_result(what, wire_rate, goodput, relay_cpu=None):
-    expected = wire_rate * measure.GOODPUT_SHARE
+    expected = wire_rate * GOODPUT_SHARE
     return Result(what, "bit/s", expected, goodput, RATE_TOLERANCE * expected, relay_cpu)
 
 

@@ -220,7 +220,6 @@ from agents.planning.wan import Wan
 NAME = "optimal"
 DESCRIPTION = "our planner: the best multi-root tree packing from estimates, paced per connection"
 DYNAMIC = True
-GOODPUT_SHARE = 1448 / 1514
 ACK_SHARE = 66 / (2 * 1514)     # a delayed ACK's frame per two full frames the other way
 MESSAGE_HEADER_BYTES = 220      # a segment's JSON header (196-207 bytes measured) and ZeroMQ's framing
 OPTIONS = {"keep": 2, "trade_rate": 1, "pipeline": 4, "min_segment": 4096, "fill_aware": 1.0,

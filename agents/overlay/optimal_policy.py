@@ -63,6 +63,7 @@ from agents.overlay import netstorm_policy, optimal
 from agents.overlay.dispatcher import Dispatch
 from agents.planning import offload
 from agents.planning.volatility import Holding
+from agents.planning.wan import GOODPUT_SHARE
 
 RECENT_ITERATIONS = 3              # an iteration's duration is the median of the last three:
                                    # the one a redraw lands in runs long on its own
@@ -122,12 +123,12 @@ class Policy(netstorm_policy.Policy):
                 self.seen.pop((a, b), None)        # its younger readings are forgotten
             if probe.get("active"):
                 seen = self.seen.setdefault((a, b), [])
-                seen.append((now, probe["active"] * optimal.GOODPUT_SHARE / 8))
+                seen.append((now, probe["active"] * GOODPUT_SHARE / 8))
                 seen[:] = [(t, v) for t, v in seen if now - t <= max(memory, long_memory)]
                 self.pairs[(a, b)] = max(v for t, v in seen if now - t <= memory)
                 self.long_pairs[(a, b)] = max(v for t, v in seen if now - t <= long_memory)
             if probe.get("last"):
-                self.last[(a, b)] = probe["last"] * optimal.GOODPUT_SHARE / 8
+                self.last[(a, b)] = probe["last"] * GOODPUT_SHARE / 8
             if probe.get("rtt") and (a, b) in self.links:
                 rtts = self.rtts_seen.setdefault((a, b), [])
                 rtts.append((now, probe["rtt"]))

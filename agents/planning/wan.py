@@ -12,6 +12,10 @@ from dataclasses import dataclass
 
 import networkx as nx
 
+# TCP payload per full Ethernet frame at MTU 1500: 1448 of 1514 bytes on the
+# wire.  A link's rate is its rate on the wire; goodput is this share of it.
+GOODPUT_SHARE = 1448 / 1514
+
 
 @dataclass(frozen=True)
 class Wan:

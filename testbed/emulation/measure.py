@@ -15,8 +15,6 @@ import time
 from testbed import cpu
 from testbed.emulation.network import NetworkError, run_in
 
-GOODPUT_SHARE = 1448 / 1514
-
 
 def cpu_times():
     """(stolen, total) jiffies of all CPUs since boot, from /proc/stat."""

@@ -10,6 +10,7 @@ import pytest
 from testbed.emulation import measure, network
 from testbed.units import parse_rate
 from tests.mininet.helpers import spec_of
+from agents.planning.wan import GOODPUT_SHARE
 
 pytestmark = pytest.mark.mininet
 
@@ -29,7 +30,7 @@ def cluster():
 
 
 def expected_goodput():
-    return LAN_RATE * measure.GOODPUT_SHARE
+    return LAN_RATE * GOODPUT_SHARE
 
 
 def test_two_workers_sending_to_the_server_at_once_get_its_nic_rate_in_total_not_twice(cluster):

@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from agents.planning.wan import GOODPUT_SHARE
 from testbed.emulation import measure, network
 from tests.mininet.helpers import spec_of
 
@@ -105,7 +106,7 @@ def test_a_paced_sender_puts_its_set_rate_on_the_wan_and_a_change_takes_hold():
         # header add under 1% more, within the tolerance.
         on_wire = wire_rate(samples, p["start"] + SETTLE, p["end"])
         achieved = p["paced"][0] * 8 / p["paced"][1]
-        ratios.append({"set": p["rate"], "wire_payload": on_wire * measure.GOODPUT_SHARE / p["rate"],
+        ratios.append({"set": p["rate"], "wire_payload": on_wire * GOODPUT_SHARE / p["rate"],
                        "sender": achieved / p["rate"]})
     print(ratios)
     for r in ratios:

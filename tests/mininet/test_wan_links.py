@@ -10,6 +10,7 @@ from testbed.emulation import measure, network
 from testbed.spec import Tcp
 from tests.mininet.helpers import spec_of, topology
 from tests.stalls import judged, unstalled
+from agents.planning.wan import GOODPUT_SHARE
 
 pytestmark = pytest.mark.mininet
 
@@ -39,7 +40,7 @@ def test_iperf3_between_every_dc_pair_is_within_5_percent_of_the_configured_rate
     for src, dst, d in directions(quickstart.spec):
         def ratio():
             goodput, _ = measure.iperf3(quickstart, f"{src}-w0", f"{dst}-w1", seconds=4)
-            return goodput / (d.rate * measure.GOODPUT_SHARE)
+            return goodput / (d.rate * GOODPUT_SHARE)
         runs, stolen[(src, dst)] = unstalled(ratio, lambda r: abs(r - 1) <= 0.05)
         best[(src, dst)] = max(runs)
     short = [k for k, r in best.items() if abs(r - 1) > 0.05]
@@ -95,7 +96,7 @@ def test_traffic_between_dcs_without_a_direct_link_takes_the_routed_path():
         assert f"via {net.plan.link('ohio', 'tokyo').ip_b}" in routes
         # The bottleneck is the 10 Mbit/s ohio-tokyo hop.
         goodput, _ = measure.iperf3(net, "ohio-w0", "sydney-w0", seconds=3)
-        assert abs(goodput / (10e6 * measure.GOODPUT_SHARE) - 1) <= 0.05, goodput
+        assert abs(goodput / (10e6 * GOODPUT_SHARE) - 1) <= 0.05, goodput
 
 
 TWO_DC = """
@@ -107,8 +108,8 @@ wan: [{between: [east, west], bw: 20mbit, delay: 20ms}]
 def test_a_live_change_from_20_to_5_mbit_takes_hold_within_2s_and_keeps_the_flow():
     change_at = 3.0
     omit = 3.0  # slow start, and any loss it ends in, is over before intervals count
-    old = 20e6 * measure.GOODPUT_SHARE
-    expected = 5e6 * measure.GOODPUT_SHARE
+    old = 20e6 * GOODPUT_SHARE
+    expected = 5e6 * GOODPUT_SHARE
 
     def off(intervals):
         """What of one run misses its rates (nothing when it holds them)."""

@@ -7,7 +7,7 @@ import pytest
 from rich.console import Console
 
 from testbed import cli, report
-from testbed.bound import GOODPUT_SHARE
+from agents.planning.wan import GOODPUT_SHARE
 from testbed.runfolder import RunFolder
 
 WALL0 = 1_800_000_000.0      # wall clock at monotonic time 0 of the hand-built runs
