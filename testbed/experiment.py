@@ -5,13 +5,17 @@ A combination that makes no sense is refused here with a sentence saying
 why, before anything is built.
 """
 
+import logging
 import os
 from dataclasses import dataclass, field
 
 from agents import models
-from agents.overlay import OVERLAYS
-from agents.sync import SCHEMES
+from agents.overlay import OVERLAY
+from agents.plugins import OptionError, PluginError, check_options, mismatch
+from agents.sync import SYNC
 from testbed.units import UnitError, parse_fraction, parse_size, parse_time, shown
+
+log = logging.getLogger(__name__)
 
 KEYS = {"sync", "overlay", "server_dc", "workload", "model", "dataset", "data_dir", "partition",
         "batch_size", "lr", "momentum", "compute_time", "step_time", "eval_every", "seed", "stop", "chunk",
@@ -68,34 +72,30 @@ class Experiment:
     probe: ProbeSettings = None   # None: no probes
 
 
-def options_of(module, raw, path, error):
-    """An overlay's or a sync scheme's parameters: known names only, each a
-    number of the kind of its default (a whole number where the default is
-    one) in its range, or, where the default is a word, one of its words."""
-    if not isinstance(raw, dict):
-        raise error(path, f"must be a mapping of {module.NAME}'s parameters")
-    out = {}
-    for key, value in raw.items():
-        if key not in module.OPTIONS:
-            known = ", ".join(sorted(module.OPTIONS)) or "none"
-            raise error(f"{path}.{key}", f"{module.NAME} has no parameter {key!r} (it has: {known})")
-        if isinstance(module.OPTIONS[key], str):
-            words = module.RANGES[key]
-            if value not in words:
-                raise error(f"{path}.{key}", f"{shown(value)} must be one of {', '.join(words)}")
-            out[key] = value
-            continue
-        whole = isinstance(module.OPTIONS[key], int)
-        low, high = module.RANGES[key]
-        if isinstance(value, bool) or not isinstance(value, int if whole else (int, float)) \
-                or not low <= value <= high:
-            raise error(f"{path}.{key}", f"{value!r} must be a{' whole' if whole else ''} number "
-                                         f"in {low}..{high}")
-        out[key] = value
-    return out
+def options_of(plugin, raw, path, error):
+    """A plug-in's parameters as declared in its OPTIONS: known names only,
+    each a value its declaration takes."""
+    try:
+        return check_options(plugin.OPTIONS, raw, plugin.NAME)
+    except OptionError as e:
+        raise error(path if e.key is None else f"{path}.{e.key}", e.message) from None
 
 
-def parse(raw, datacenters, error, check_keys):
+def plugin(registry, raw, key, default, error, base_dir):
+    """(the name to run, the plug-in class) topo.yaml names at
+    experiment.KEY; an old name gets its new one, with a warning."""
+    ref = raw.get(key, default)
+    try:
+        cls, _ = registry.load(ref, base_dir)
+    except PluginError as e:
+        raise error(f"experiment.{key}", str(e)) from None
+    if registry.deprecated(ref):
+        log.warning("warning: experiment.%s: %s", key, registry.deprecated(ref))
+        ref = registry.aliases[ref][0]
+    return ref, cls
+
+
+def parse(raw, datacenters, error, check_keys, base_dir=None):
     """raw: the YAML mapping; datacenters: [DataCenter]; error(path, msg)
     builds the spec's error and error.at(path, expected) turns any wrong
     type met while checking one key into it; check_keys(mapping, allowed,
@@ -133,16 +133,14 @@ def parse(raw, datacenters, error, check_keys):
             raise error(p(key), f"{shown(value)} is not a folder name")
         return value
 
-    sync = choice("sync", sorted(SCHEMES), "ssgd")
-    overlay = choice("overlay", sorted(OVERLAYS), "ps")
-    if overlay not in SCHEMES[sync].OVERLAYS:
-        raise error(p("overlay"), f"{sync} runs over {', '.join(SCHEMES[sync].OVERLAYS)}, not {overlay}")
-    overlay_options = options_of(OVERLAYS[overlay], raw.get("overlay_options", {}),
-                                 p("overlay_options"), error)
-    sync_options = options_of(SCHEMES[sync], raw.get("sync_options", {}), p("sync_options"), error)
-    refuse = getattr(OVERLAYS[overlay], "refuse", None)
-    why = (refuse({d.name: d.servers for d in datacenters}, {d.name: d.workers for d in datacenters})
-           if refuse else None)
+    sync, scheme = plugin(SYNC, raw, "sync", "ssgd", error, base_dir)
+    overlay, over = plugin(OVERLAY, raw, "overlay", "ps", error, base_dir)
+    why = mismatch(scheme, over)
+    if why:
+        raise error(p("overlay"), why)
+    overlay_options = options_of(over, raw.get("overlay_options", {}), p("overlay_options"), error)
+    sync_options = options_of(scheme, raw.get("sync_options", {}), p("sync_options"), error)
+    why = over().refuse({d.name: d.servers for d in datacenters}, {d.name: d.workers for d in datacenters})
     if why:
         raise error(p("overlay"), why)
     coordination = choice("coordination", ["management", "wan"], "wan")

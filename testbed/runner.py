@@ -124,8 +124,7 @@ def overlay_layout(spec, servers, workers):
     return Layout(size=0, workers=[[p.name, p.dc] for p in workers],
                   servers=[[p.name, p.dc] for p in servers], server_dc=exp.server_dc,
                   dcs=[d.name for d in spec.datacenters], links=links,
-                  options=dict(exp.overlay_options or {}), routes=router_paths(spec),
-                  probe_share=exp.probe.budget if exp.probe is not None else 0.0)
+                  options=dict(exp.overlay_options or {}), routes=router_paths(spec))
 
 
 def router_paths(spec):

@@ -30,8 +30,8 @@ import time
 
 import numpy as np
 
-from agents.dataplane.node import endpoint
-from agents.pacing import TokenBucket
+from agents.roles.compose import endpoint
+from agents.transport.pacing import TokenBucket
 from agents.transport import PACE_CATCH_UP, RecvTimeout
 
 QUEUED_CHUNKS = 2

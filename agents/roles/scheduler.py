@@ -20,7 +20,7 @@ from agents.coflow.live import LiveScheduler, flow_id, flow_key
 from agents.coflow.model import Fabric
 from agents.coflow.policies import make_policy
 from agents.coflow.search import SearchParams, SearchWorkload
-from agents.dataplane.node import endpoint
+from agents.roles.compose import endpoint
 from agents.transport import RecvTimeout
 
 MAX_WAIT = 0.2

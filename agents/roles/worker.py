@@ -8,8 +8,7 @@ import os
 import time
 
 from agents import models
-from agents.dataplane.node import build_node, data_plane, endpoint
-from agents.sync import SCHEMES, settings
+from agents.roles.compose import build_node, data_plane, endpoint, layout_of, sync_scheme
 from agents.workload import Trainer, parameters_for
 
 
@@ -38,8 +37,8 @@ class WorkerContext:
     def __init__(self, cfg, log):
         self.cfg = cfg
         self.log = log
-        self.scheme = SCHEMES[cfg.sync]
-        self.options = settings(self.scheme, cfg.sync_options)
+        self.scheme = sync_scheme(cfg)
+        self.options = self.scheme.options
         self.params = parameters_for(cfg.workload)
         self.keys = list(self.params.shapes)
         self.initial = self.params.pack(self.keys, self.params.initial)
@@ -83,7 +82,7 @@ class WorkerContext:
 
     def data_plane(self, side=None):
         """The overlay's data plane (an all-reduce of one vector per round)."""
-        node = build_node(self.cfg, self.initial, self.log)
+        node = build_node(self.cfg, self.scheme, self.initial, self.log)
         self.plane = data_plane(self.cfg, node, self.log, side=side)
         self.ep = self.plane.ep
         return self.plane
@@ -92,6 +91,10 @@ class WorkerContext:
         """A bare Endpoint, for a scheme that talks to the roots directly."""
         self.ep = endpoint(self.cfg, self.log)
         return self.ep
+
+    def layout(self):
+        """Who runs where and the WAN, for a scheme that plans its own talk."""
+        return layout_of(self.cfg, self.initial.size)
 
     def close(self, drain):
         if self.ep is not None:

@@ -5,18 +5,35 @@ values go back to every worker before anyone computes again."""
 
 import numpy as np
 
-NAME = "ssgd"
-DESCRIPTION = "bulk-synchronous SGD: compute, push, aggregate, pull every iteration"
-OVERLAYS = ("ps", "mlnet", "tsengine", "netstorm", "optimal")
-OPTIONS = {}
-RANGES = {}
+from agents.sync.base import SyncScheme
 
 
-class Rule:
+class SSGD(SyncScheme):
+    NAME = "ssgd"
+    DESCRIPTION = "bulk-synchronous SGD: compute, push, aggregate, pull every iteration"
+
+    def rule(self, initial, workload):
+        return MomentumStep(initial, workload)
+
+    def work(self, ctx):
+        ctx.data_plane()
+        ctx.started()
+        values = ctx.initial
+        it = 0
+        while it < ctx.max_rounds:
+            grads, loss, compute = ctx.gradient()
+            values, stop = ctx.synchronize(it, grads, compute, loss, ctx.set_model, steps=1)
+            it += 1
+            if stop:
+                break
+        ctx.finish(it, values)
+
+
+class MomentumStep:
     """The root side, over the flat model; a root folds only its pieces'
     element ranges."""
 
-    def __init__(self, initial, workload, options=None):
+    def __init__(self, initial, workload):
         self.params = np.array(initial, dtype=np.float32)
         self.velocity = np.zeros_like(self.params)
         self.lr = np.float32(workload.lr)
@@ -32,16 +49,3 @@ class Rule:
         p -= self.lr * v
         return p.copy()
 
-
-def work(ctx):
-    ctx.data_plane()
-    ctx.started()
-    values = ctx.initial
-    it = 0
-    while it < ctx.max_rounds:
-        grads, loss, compute = ctx.gradient()
-        values, stop = ctx.synchronize(it, grads, compute, loss, ctx.set_model, steps=1)
-        it += 1
-        if stop:
-            break
-    ctx.finish(it, values)

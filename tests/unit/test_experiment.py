@@ -43,7 +43,7 @@ def test_a_file_without_an_experiment_has_none():
 @pytest.mark.parametrize("exp,path,words", [
     ("sync: fedprox\n", "experiment.sync",
      "unknown sync 'fedprox'; available: esync, fedasync, fedavg, nbsync, ssgd"),
-    ("sync: fedasync\noverlay: mlnet\n", "experiment.overlay", "fedasync runs over ps, not mlnet"),
+    ("sync: fedasync\noverlay: mlnet\n", "experiment.overlay", "fedasync needs every worker connected straight to the roots, which mlnet does not provide"),
     ("sync: fedavg\nsync_options: {tau: 5}\n", "experiment.sync_options.tau",
      "fedavg has no parameter 'tau' (it has: local_steps)"),
     ("sync: fedavg\nsync_options: {local_steps: 2.5}\n", "experiment.sync_options.local_steps",
