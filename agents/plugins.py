@@ -90,9 +90,12 @@ class Option:
     high: float = None
     choices: tuple = None
     item: "Option" = None
+    type: str = None         # the kind, where the default (None: not set) does not say it
 
     @property
     def kind(self):
+        if self.type is not None:
+            return self.type
         if self.choices is not None:
             return "word"
         if isinstance(self.default, bool):
@@ -124,6 +127,8 @@ class Option:
         """`value` as the plug-in gets it; OptionError when it is not one
         this option takes."""
         kind = self.kind
+        if value is None and self.default is None:
+            return None                 # left unset
         if kind == "word":
             if value not in self.choices:
                 raise OptionError(self.name, f"{shown(value)} must be one of {', '.join(self.choices)}")
@@ -254,10 +259,11 @@ class Registry:
     `aliases` maps an old name to (its new name, a sentence a user sees
     when the old one is used)."""
 
-    def __init__(self, kind, base, builtins, aliases=None):
+    def __init__(self, kind, base, builtins, aliases=None, what=None):
         if kind not in KINDS:
             raise ValueError(f"unknown plug-in kind {kind!r}")
         self.kind = kind
+        self.what = what or kind             # how a sentence names one
         self.base = base
         self.builtins = dict(builtins)
         self.aliases = dict(aliases or {})
@@ -285,7 +291,7 @@ class Registry:
         """(the plug-in's class, its Origin) for a name as topo.yaml gives
         it; PluginError with one sentence when it cannot be had."""
         if not isinstance(ref, str) or not ref:
-            raise PluginError(f"{shown(ref)} is not the name of a {self.kind} plug-in")
+            raise PluginError(f"{shown(ref)} is not the name of a {self.what} plug-in")
         name = self.aliases[ref][0] if ref in self.aliases else ref
         builtin = name in self.builtins
         if builtin:
@@ -295,7 +301,7 @@ class Registry:
         else:
             ep = self.entry_points().get(name)
             if ep is None:
-                raise PluginError(f"unknown {self.kind} {shown(ref)}; available: "
+                raise PluginError(f"unknown {self.what} {shown(ref)}; available: "
                                   f"{', '.join(self.names())}, or module:attribute")
             target = ep.value
         module_name, _, attribute = target.rpartition(":")
@@ -307,18 +313,18 @@ class Registry:
                     os.path.join(base_dir or os.getcwd(), module_name)
                 path = os.path.abspath(path)
                 if not os.path.isfile(path):
-                    raise PluginError(f"{self.kind} {shown(ref)}: there is no file {path}")
+                    raise PluginError(f"{self.what} {shown(ref)}: there is no file {path}")
                 module = _module_from_file(path)
             else:
                 module = importlib.import_module(module_name)
         except PluginError:
             raise
         except Exception as e:      # noqa: BLE001 - a user's module may fail in any way
-            raise PluginError(f"{self.kind} {shown(ref)} cannot be imported: "
+            raise PluginError(f"{self.what} {shown(ref)} cannot be imported: "
                               f"{type(e).__name__}: {e}") from None
         cls = getattr(module, attribute, None)
         if cls is None:
-            raise PluginError(f"{self.kind} {shown(ref)}: {module.__name__} has no {attribute}")
+            raise PluginError(f"{self.what} {shown(ref)}: {module.__name__} has no {attribute}")
         self.check(cls, ref)
         path = getattr(module, "__file__", "") or ""
         origin = Origin(ref=ref, kind=self.kind, module=module.__name__, attribute=attribute,
@@ -329,15 +335,15 @@ class Registry:
     def check(self, cls, ref):
         """Refuse what is not a plug-in of this kind, naming what it lacks."""
         if not inspect.isclass(cls) or not issubclass(cls, self.base):
-            raise PluginError(f"{self.kind} {shown(ref)} is not a subclass of "
+            raise PluginError(f"{self.what} {shown(ref)} is not a subclass of "
                               f"{self.base.__module__}.{self.base.__qualname__}")
         missing = sorted(getattr(cls, "__abstractmethods__", ()))
         if missing:
-            raise PluginError(f"{self.kind} {shown(ref)} lacks the required hook"
+            raise PluginError(f"{self.what} {shown(ref)} lacks the required hook"
                               f"{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
         for o in getattr(cls, "options", ()):
             if not isinstance(o, Option):
-                raise PluginError(f"{self.kind} {shown(ref)}: its options must be Option "
+                raise PluginError(f"{self.what} {shown(ref)}: its options must be Option "
                                   f"declarations, not {shown(o)}")
 
     def builtin_classes(self):

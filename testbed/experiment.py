@@ -9,15 +9,17 @@ import logging
 import os
 from dataclasses import dataclass, field
 
-from agents import models
+from agents.models import DATASET, MODEL, flat_size
 from agents.overlay import OVERLAY
 from agents.plugins import OptionError, PluginError, check_options, mismatch
 from agents.sync import SYNC
+from agents.workload import WORKLOAD, Train
 from testbed.units import UnitError, parse_fraction, parse_size, parse_time, shown
 
 log = logging.getLogger(__name__)
 
 KEYS = {"sync", "overlay", "server_dc", "workload", "model", "dataset", "data_dir", "partition",
+        "model_options", "dataset_options",
         "batch_size", "lr", "momentum", "compute_time", "step_time", "eval_every", "seed", "stop", "chunk",
         "overlay_options", "sync_options", "coordination",
         "dead_after", "probe"}
@@ -55,6 +57,8 @@ class Experiment:
     workload: str = "train"
     model: str = "mlp"
     dataset: str = "digits"
+    model_options: dict = field(default=None, metadata={UNKEYED_AT_DEFAULT: True})
+    dataset_options: dict = field(default=None, metadata={UNKEYED_AT_DEFAULT: True})
     data_dir: str = ""
     partition: str = "iid"
     batch_size: int = 32
@@ -144,22 +148,30 @@ def parse(raw, datacenters, error, check_keys, base_dir=None):
     if why:
         raise error(p("overlay"), why)
     coordination = choice("coordination", ["management", "wan"], "wan")
-    workload = choice("workload", ["synthetic", "train"], "train")
+    workload, kind = plugin(WORKLOAD, raw, "workload", "train", error, base_dir)
     data_dir = text("data_dir")
-    if workload == "train":
-        model = choice("model", list(models.TRAINABLE), "mlp")
-        dataset = choice("dataset", list(models.DATASETS), "digits")
-        if dataset != "digits" and not data_dir:
+    trains = issubclass(kind, Train)
+    model = raw.get("model", "mlp" if trains else "resnet18")
+    if flat_size(model) is not None:
+        model_cls = MODEL.load("flat")[0]
+    else:
+        model, model_cls = plugin(MODEL, raw, "model", model, error, base_dir)
+    model_options = options_of(model_cls, raw.get("model_options", {}), p("model_options"), error)
+    if trains and not model_cls(model_options).trainable:
+        raise error(p("model"), f"{model} has shapes only: it runs a synthetic workload, not "
+                                "train (trainable: " + ", ".join(
+                                    n for n, c in MODEL.builtin_classes().items() if c().trainable)
+                    + ")")
+    dataset, dataset_options = "", {}
+    if trains:
+        dataset, dataset_cls = plugin(DATASET, raw, "dataset", "digits", error, base_dir)
+        dataset_options = options_of(dataset_cls, raw.get("dataset_options", {}),
+                                     p("dataset_options"), error)
+        if dataset_cls.NEEDS_DIR and not data_dir:
             raise error(p("data_dir"), f"{dataset} is read from a local folder: name it in data_dir")
-        if dataset != "digits" and not os.path.isdir(data_dir):
+        if dataset_cls.NEEDS_DIR and not os.path.isdir(data_dir):
             raise error(p("data_dir"), f"{shown(data_dir)} is not a folder (nothing is downloaded: "
                                        f"put the {dataset} files there)")
-    else:
-        model = raw.get("model", "resnet18")
-        if not isinstance(model, str) or not (model in models.SYNTHETIC or models.is_flat(model)):
-            raise error(p("model"), f"unknown model {shown(model)}; available: "
-                                    f"{', '.join(models.SYNTHETIC)}, or flat-N (one tensor of N values)")
-        dataset = ""
     partition = choice("partition", ["iid", "noniid"], "iid")
 
     with_servers = [d.name for d in datacenters if d.servers > 0]
@@ -238,8 +250,8 @@ def parse(raw, datacenters, error, check_keys, base_dir=None):
         sync=sync, sync_options=sync_options, overlay=overlay, overlay_options=overlay_options,
         coordination=coordination,
         server_dc=server_dc,
-        workload=workload, model=model,
-        dataset=dataset, data_dir=data_dir, partition=partition,
+        workload=workload, model=model, model_options=model_options or None,
+        dataset=dataset, dataset_options=dataset_options or None, data_dir=data_dir, partition=partition,
         batch_size=number("batch_size", 32, 1, 100_000, int),
         lr=number("lr", 0.1, 0.0, 100.0), momentum=number("momentum", 0.9, 0.0, 0.999),
         compute_time=duration(p("compute_time"), raw.get("compute_time", "100ms")),

@@ -29,8 +29,9 @@ rate in each direction.
 
 from dataclasses import dataclass, field
 
-from agents.coflow.policies import POLICIES, make_policy
-from agents.coflow.search import ZOO_MB
+from agents.coflow.policies import COFLOW
+from agents.plugins import OptionError, PluginError, check_options
+from agents.coflow.search import zoo_mb
 from testbed.units import UnitError, parse_size, parse_time, shown
 
 KEYS = {"dc", "policy", "policy_options", "tasks", "configs", "eta", "iterations", "growth",
@@ -49,7 +50,7 @@ class SearchSpec:
     iterations: int = 2
     growth: float = None
     workers: int = 2
-    models: dict = field(default_factory=lambda: dict(ZOO_MB))
+    models: dict = field(default_factory=lambda: zoo_mb())
     scale: float = 0.01
     compute: tuple = (0.2, 0.5)
     task_gap: float = 0.0
@@ -99,15 +100,16 @@ def parse(raw, datacenters, error, check_keys):
     machines = tuple(by_name[dc].hosts)
 
     policy = raw.get("policy", "beamer")
-    if not isinstance(policy, str) or policy not in POLICIES:
-        raise error(p("policy"), f"unknown policy {shown(policy)}; available: {', '.join(POLICIES)}")
-    options = raw.get("policy_options", {}) or {}
-    if not isinstance(options, dict):
-        raise error(p("policy_options"), f"must be a mapping of {policy}'s parameters")
     try:
-        make_policy(policy, **options)
-    except (TypeError, ValueError) as e:
-        raise error(p("policy_options"), f"{policy} does not take {shown(options)}: {e}") from None
+        cls, _ = COFLOW.load(policy)
+    except PluginError as e:
+        raise error(p("policy"), str(e)) from None
+    try:
+        options = check_options(cls.OPTIONS, raw.get("policy_options", {}) or {}, policy)
+        cls(**options)
+    except OptionError as e:
+        raise error(p("policy_options") if e.key is None else f"{p('policy_options')}.{e.key}",
+                    e.message) from None
 
     workers = whole("workers", 2, 1, 1000)
     if len(machines) < workers + 1:
@@ -117,7 +119,7 @@ def parse(raw, datacenters, error, check_keys):
     growth = raw.get("growth")
     if growth is not None:
         growth = number("growth", 1.0, 1.0, 100.0)
-    models = raw.get("models", dict(ZOO_MB))
+    models = raw.get("models", zoo_mb())
     if not isinstance(models, dict) or not models or not all(
             isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
             for k, v in models.items()):

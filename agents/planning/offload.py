@@ -28,6 +28,8 @@ import struct
 import subprocess
 import sys
 
+from agents.libc import die_with_parent, load_libc
+
 HEADER = struct.Struct("!Q")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -126,7 +128,6 @@ def serve(stdin, stdout):
 
 
 if __name__ == "__main__":
-    from agents.launcher import die_with_parent, load_libc
     die_with_parent(load_libc(), signal.SIGKILL)
     if os.getppid() == 1:
         sys.exit(0)                 # the parent is gone already

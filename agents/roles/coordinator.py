@@ -63,7 +63,7 @@ def run(cfg, log):
     # A sync scheme's own service (ESync's state server) takes its message types.
     service = scheme.service([w.name for w in cfg.workers])
     agents = cfg.servers + cfg.workers
-    view = NetworkView(cfg.probes, cfg.coordination.get("probe_pub_port", 0),
+    view = NetworkView(cfg.probes, cfg.view.probe_pub_port if cfg.view else 0,
                        os.path.dirname(cfg.events), agents)
     ep = Endpoint(cfg.name, cfg.host, cfg.port, {a.name: (a.host, a.port) for a in agents},
                   cfg.transport.chunk_bytes, cfg.transport.heartbeat_interval,

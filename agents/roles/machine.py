@@ -105,7 +105,7 @@ class _Incoming:
 def run(cfg, log):
     ep = endpoint(cfg, log, queued=True)
     scheduler = cfg.coordinator.name
-    chunk_bytes = int(cfg.coordination["chunk_bytes"])
+    chunk_bytes = int(cfg.transport.chunk_bytes)
     zeros = np.zeros(chunk_bytes, np.uint8)
     outgoing = {}        # flow -> _Outgoing
     incoming = {}        # flow -> _Incoming

@@ -7,9 +7,8 @@ import hashlib
 import os
 import time
 
-from agents import models
 from agents.roles.compose import build_node, data_plane, endpoint, layout_of, sync_scheme
-from agents.workload import Trainer, parameters_for
+from agents.workload import workload_of
 
 
 class SpeedFile:
@@ -39,10 +38,11 @@ class WorkerContext:
         self.log = log
         self.scheme = sync_scheme(cfg)
         self.options = self.scheme.options
-        self.params = parameters_for(cfg.workload)
+        workload = workload_of(cfg.workload)
+        self.params = workload.parameters()
         self.keys = list(self.params.shapes)
         self.initial = self.params.pack(self.keys, self.params.initial)
-        self.trainer = Trainer(cfg.workload, cfg.rank, len(cfg.workers), cfg.speed, self.params)
+        self.trainer = workload.trainer(cfg.rank, len(cfg.workers), cfg.speed, self.params)
         self.speed = SpeedFile(cfg.speed_file)
         self.max_rounds = cfg.max_iterations
         self.want_stop = False        # the target accuracy is reached: ask everyone to stop
@@ -70,13 +70,7 @@ class WorkerContext:
     def data_share(self):
         """This worker's share of all training samples (FedAvg's weight);
         equal shares for a synthetic workload."""
-        n = len(self.cfg.workers)
-        if self.cfg.workload.kind == "synthetic":
-            return 1.0 / n
-        y = self.trainer.y_all
-        sizes = [len(models.shard(y, n, r, self.cfg.workload.partition, self.cfg.workload.seed))
-                 for r in range(n)]
-        return sizes[self.cfg.rank] / sum(sizes)
+        return self.trainer.data_share()
 
     # ------------------------------------------------------------ talking
 

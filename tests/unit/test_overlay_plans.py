@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from agents.config import Workload
+from agents.config import WorkloadSettings
 from agents.overlay import mlnet
 from agents.overlay.mlnet import MLNET
 from agents.overlay.ps import PS
@@ -63,7 +63,7 @@ def test_mlnet_aggregates_at_each_dcs_server_or_first_worker():
 
 
 def test_ssgd_averages_then_steps_with_momentum():
-    rule = SSGD().rule(np.array([1.0, 2.0, 5.0], np.float32), Workload(lr=0.5, momentum=0.9))
+    rule = SSGD().rule(np.array([1.0, 2.0, 5.0], np.float32), WorkloadSettings(lr=0.5, momentum=0.9))
     # Two gradients summing to [4, 2] on elements 0..2: mean [2, 1]; v = [2, 1];
     # p = [1, 2] - 0.5 * [2, 1] = [0, 1.5]
     np.testing.assert_allclose(rule.fold(0, 2, np.array([4.0, 2.0], np.float32), 2), [0.0, 1.5])
