@@ -60,9 +60,7 @@ def compute_policy(speeds, delays, order, layout, previous=None):
     search starts afresh and, given a `previous` policy, from its trees
     too, and the plan that finishes sooner (`finish`) is kept: keeping a
     few trees per root prunes an optimal packing greedily, and the LP has
-    many optima, so where the pruning starts decides how much rate it keeps
-    (on the 9-DC WAN, from the first plan's trees it once kept 585 of the
-    676 kB/s the LP reached, and 675 from a fresh start)."""
+    many optima, so where the pruning starts decides how much rate it keeps."""
     wan = wan_of_estimates(speeds, delays, order, layout)
     start = [(s["root"], kind, tuple(map(tuple, s[kind])))
              for s in (previous or {}).get("slices", ()) for kind in ("reduce", "broadcast")]
