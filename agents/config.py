@@ -28,6 +28,16 @@ class WorkloadSettings:
     batch_size: int = 32
     lr: float = 0.1
     momentum: float = 0.9
+    optimizer: str = "sgd"         # agents.optim: sgd | adam | adamw
+    weight_decay: float = 0.0
+    betas: list = field(default_factory=lambda: [0.9, 0.999])     # adam, adamw
+    eps: float = 1e-8                                             # adam, adamw
+    lr_schedule: str = "none"      # none | step | cosine
+    lr_step_every: int = 1         # step: steps between two decays
+    lr_gamma: float = 0.1          # step: the decay
+    lr_total: int = 1              # cosine: steps to reach 0
+    loss: str = "cross_entropy"    # agents.workload.LOSSES
+    metrics: list = field(default_factory=list)   # agents.models' metric registry
     compute_time: float = 0.1      # synthetic: seconds per iteration at speed 1.0
     step_time: float = 0.0         # train: a step lasts at least this at speed 1.0 (a slower device)
     eval_every: int = 10

@@ -29,7 +29,7 @@ import os
 import sys
 from dataclasses import dataclass
 
-KINDS = ("sync", "overlay", "coflow", "model", "dataset", "workload")
+KINDS = ("sync", "overlay", "coflow", "model", "dataset", "workload", "metric")
 ENTRY_POINT_GROUP = "geo_testbed.{kind}"
 
 # What a sync scheme may need (its NEEDS) and an overlay or the run may

@@ -15,21 +15,38 @@ speed)` gives one worker's computation, a `Trainer`.  The built-ins:
 
 import abc
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
+from agents.metrics import METRIC
 from agents.models import dataset_named, model_named
 from agents.models.datasets import shard
 from agents.plugins import Registry
 
+# The losses topo.yaml may name (experiment.loss), as torch.nn modules.
+LOSSES = {"cross_entropy": "CrossEntropyLoss", "nll": "NLLLoss", "multi_margin": "MultiMarginLoss"}
+
 
 class Parameters:
     """An ordered {key: shape} with initial values; packing of keys into one
-    flat float32 vector and back."""
+    flat float32 vector and back.  `buffers` are keys that are not trained
+    but travel with the model (BatchNorm's running statistics); they come
+    after every trained key, so a flat model's first `trainable` elements
+    are the trained ones."""
 
-    def __init__(self, shapes, initial):
+    def __init__(self, shapes, initial, buffers=()):
         self.shapes = dict(shapes)
         self.initial = initial       # {key: float32 array}, flat
+        self.buffers = tuple(buffers)
+        keys = list(self.shapes)
+        if keys[len(keys) - len(self.buffers):] != list(self.buffers):
+            raise ValueError("buffers must come after every trained key")
+
+    @property
+    def trainable(self):
+        """Elements of the flat model that are trained."""
+        return sum(int(np.prod(s)) for k, s in self.shapes.items() if k not in self.buffers)
 
     def sizes(self):
         return {k: int(np.prod(s)) * 4 for k, s in self.shapes.items()}
@@ -49,6 +66,20 @@ class Parameters:
         return out
 
 
+@dataclass
+class FlatModel:
+    """What a sync scheme's root side starts from: the initial model as one
+    flat float32 vector, of which the first `trainable` elements are trained
+    and the rest are buffers, and the experiment's workload settings."""
+    values: np.ndarray
+    trainable: int
+    workload: object
+
+    @classmethod
+    def of(cls, params, workload):
+        return cls(params.pack(list(params.shapes), params.initial), params.trainable, workload)
+
+
 class Trainer(abc.ABC):
     """One worker's computation.  `speed` is its relative compute speed,
     which the runner may change while it runs."""
@@ -57,13 +88,15 @@ class Trainer(abc.ABC):
 
     @abc.abstractmethod
     def gradients(self):
-        """({key: flat float32 gradient}, loss or None, seconds computing)."""
+        """({key: flat float32 gradient, or a buffer's values after the
+        step}, loss or None, seconds computing)."""
 
     def set_parameters(self, values):
         """Load {key: flat values} into the model (default: nothing to load)."""
 
     def evaluate(self):
-        """(accuracy, loss) on held-out data, or None where there is none."""
+        """{"accuracy", "loss", and every metric's name: value} on held-out
+        data, or None where there is none."""
         return None
 
     def data_share(self):
@@ -142,12 +175,21 @@ class Train(Workload):
 
     def parameters(self):
         model = self.module(self.data())
-        shapes = [(k, tuple(p.shape)) for k, p in model.named_parameters()]
-        initial = {k: p.detach().numpy().ravel().copy() for k, p in model.named_parameters()}
-        return Parameters(shapes, initial)
+        tensors = dict(model.named_parameters())
+        buffers = floating_buffers(model)
+        initial = {k: t.detach().numpy().ravel().astype(np.float32) for k, t in
+                   list(tensors.items()) + list(buffers.items())}
+        shapes = [(k, tuple(t.shape)) for k, t in list(tensors.items()) + list(buffers.items())]
+        return Parameters(shapes, initial, buffers=list(buffers))
 
     def trainer(self, rank, workers, speed, params):
         return TorchTrainer(self, rank, workers, speed)
+
+
+def floating_buffers(module):
+    """{name: tensor} of a module's floating-point buffers (BatchNorm's
+    running mean and variance; not its integer batch counter)."""
+    return {k: b for k, b in module.named_buffers() if b.is_floating_point()}
 
 
 class TorchTrainer(Trainer):
@@ -168,7 +210,9 @@ class TorchTrainer(Trainer):
         idx = shard(y_train, workers, rank, w.partition, w.seed)
         self.x = torch.from_numpy(x_train[idx])
         self.y = torch.from_numpy(y_train[idx])
-        self.loss_fn = torch.nn.CrossEntropyLoss()
+        self.loss_fn = getattr(torch.nn, LOSSES[w.loss])()
+        self.buffers = floating_buffers(self.model)
+        self.metrics = [METRIC.load(name)[0]() for name in w.metrics]
 
     def gradients(self):
         t0 = time.monotonic()
@@ -178,6 +222,7 @@ class TorchTrainer(Trainer):
         loss = self.loss_fn(self.model(self.x[pick]), self.y[pick])
         loss.backward()
         grads = {k: p.grad.detach().numpy().ravel().copy() for k, p in self.model.named_parameters()}
+        grads.update({k: b.detach().numpy().ravel().astype(np.float32) for k, b in self.buffers.items()})
         spent = time.monotonic() - t0
         # A slower device: the step as long as step_time (if it was
         # shorter), stretched by the speed.
@@ -188,21 +233,35 @@ class TorchTrainer(Trainer):
 
     def set_parameters(self, values):
         with self.torch.no_grad():
-            for k, p in self.model.named_parameters():
+            for k, p in list(self.model.named_parameters()) + list(self.buffers.items()):
                 p.copy_(self.torch.from_numpy(np.asarray(values[k]).reshape(p.shape)))
 
     def evaluate(self):
-        torch = self.torch
-        with torch.no_grad():
-            x = torch.from_numpy(self.x_test)
-            y = torch.from_numpy(self.y_test)
-            out = self.model(x)
-            return float((out.argmax(1) == y).float().mean()), float(self.loss_fn(out, y))
+        """In eval mode: dropout off, BatchNorm on its running statistics."""
+        return evaluate(self.model, self.x_test, self.y_test, self.loss_fn, self.metrics)
 
     def data_share(self):
         sizes = [len(shard(self.y_all, self.workers, r, self.w.partition, self.w.seed))
                  for r in range(self.workers)]
         return sizes[self.rank] / sum(sizes)
+
+
+def evaluate(model, x_test, y_test, loss_fn, metrics=()):
+    """{"accuracy", "loss", every metric's name: value} of a torch model on
+    a test set, in eval mode (restored to the mode it was in)."""
+    import torch
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            x, y = torch.from_numpy(x_test), torch.from_numpy(y_test)
+            out = model(x)
+            result = {"accuracy": float((out.argmax(1) == y).float().mean()),
+                      "loss": float(loss_fn(out, y))}
+            result.update({m.NAME: float(m(out, y)) for m in metrics})
+    finally:
+        model.train(was_training)
+    return result
 
 
 WORKLOAD = Registry("workload", Workload, {

@@ -33,16 +33,16 @@ def layout_of(cfg, size):
     return dataclasses.replace(Layout.from_dict(cfg.layout), size=int(size))
 
 
-def build_node(cfg, scheme, initial, log):
+def build_node(cfg, scheme, model, log):
     """The executor for this agent, or None where the overlay gives it
-    nothing to do (a server outside the plan); `initial` is the flat
-    initial model."""
+    nothing to do (a server outside the plan); `model` is the flat initial
+    model (agents.workload.FlatModel)."""
     overlay = overlay_of(cfg)
-    layout = layout_of(cfg, initial.size)
+    layout = layout_of(cfg, model.values.size)
     if overlay.DYNAMIC:
         if not overlay.takes_part(cfg.name, layout):
             return None
-        rule = scheme.rule(initial, cfg.workload)
+        rule = scheme.rule(model)
         return overlay.node(cfg.name, layout, segment_elements(cfg), rule.fold,
                             coordinator=cfg.coordinator.name)
     plan = overlay.plan(layout)
@@ -50,7 +50,7 @@ def build_node(cfg, scheme, initial, log):
         return None
     if cfg.name in [p.root for p in plan.pieces]:
         log("plan", overlay=overlay.NAME, plan=plan.to_dict())
-    rule = scheme.rule(initial, cfg.workload)
+    rule = scheme.rule(model)
     return TreeNode(cfg.name, plan, segment_elements(cfg), rule.fold)
 
 

@@ -7,7 +7,7 @@ import time
 
 from agents.roles.compose import build_node, data_plane, endpoint, layout_of, sync_scheme
 from agents.transport import PeerDead
-from agents.workload import parameters_for
+from agents.workload import FlatModel, parameters_for
 
 
 class ServerContext:
@@ -21,7 +21,8 @@ class ServerContext:
         self.scheme = scheme
         self.options = scheme.options
         self.params = parameters_for(cfg.workload)
-        self.initial = self.params.pack(list(self.params.shapes), self.params.initial)
+        self.model = FlatModel.of(self.params, cfg.workload)
+        self.initial = self.model.values
 
     def endpoint(self):
         return endpoint(self.cfg, self.log)
@@ -42,7 +43,7 @@ def aggregate(ctx):
     """The data plane's server loop: play this server's part in every
     iteration until the workers stop."""
     cfg, log = ctx.cfg, ctx.log
-    node = build_node(cfg, ctx.scheme, ctx.initial, log)
+    node = build_node(cfg, ctx.scheme, ctx.model, log)
     if node is None:
         log("done", iterations=0, reason=f"{cfg.overlay} gives this server no part")
         return

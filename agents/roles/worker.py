@@ -8,7 +8,7 @@ import os
 import time
 
 from agents.roles.compose import build_node, data_plane, endpoint, layout_of, sync_scheme
-from agents.workload import workload_of
+from agents.workload import FlatModel, workload_of
 
 
 class SpeedFile:
@@ -41,7 +41,8 @@ class WorkerContext:
         workload = workload_of(cfg.workload)
         self.params = workload.parameters()
         self.keys = list(self.params.shapes)
-        self.initial = self.params.pack(self.keys, self.params.initial)
+        self.model = FlatModel.of(self.params, cfg.workload)
+        self.initial = self.model.values
         self.trainer = workload.trainer(cfg.rank, len(cfg.workers), cfg.speed, self.params)
         self.speed = SpeedFile(cfg.speed_file)
         self.max_rounds = cfg.max_iterations
@@ -76,7 +77,7 @@ class WorkerContext:
 
     def data_plane(self, side=None):
         """The overlay's data plane (an all-reduce of one vector per round)."""
-        node = build_node(self.cfg, self.scheme, self.initial, self.log)
+        node = build_node(self.cfg, self.scheme, self.model, self.log)
         self.plane = data_plane(self.cfg, node, self.log, side=side)
         self.ep = self.plane.ep
         return self.plane
@@ -136,8 +137,8 @@ class WorkerContext:
         result = self.trainer.evaluate()
         if result is None:
             return
-        self.log("eval", it=rounds, accuracy=result[0], loss=result[1])
-        if cfg.target_accuracy and result[0] >= cfg.target_accuracy:
+        self.log("eval", it=rounds, **result)
+        if cfg.target_accuracy and result["accuracy"] >= cfg.target_accuracy:
             self.want_stop = True
 
     def finish(self, rounds, model, **extra):

@@ -26,10 +26,13 @@ Hooks, and who calls them:
     ctx.layout()         who runs where, for such a scheme
     ctx.started(), ctx.record(...), ctx.synchronize(...), ctx.evaluate(...),
     ctx.finish(rounds, model)   the records every run's report reads
-- `rule(initial, workload)`, at a piece's root on the data plane: an object
-  whose `fold(start, stop, total, count)` returns the new values of that
-  element range from the sum of `count` contributions.  Default: their
-  mean.
+- `rule(model)`, at a piece's root on the data plane: an object whose
+  `fold(start, stop, total, count)` returns the new values of that element
+  range from the sum of `count` contributions.  `model` is the initial
+  model (agents.workload.FlatModel): its values, how many of them are
+  trained (the rest are buffers, such as BatchNorm's running statistics,
+  which travel with the model) and the experiment's workload settings (its
+  optimizer among them).  Default: the mean of what arrived.
 - `serve(ctx)`, on every server: by default the data plane's server loop
   (`ctx.aggregate()`), where the overlay's plan makes a server a root or a
   relay; a scheme that does not aggregate in trees brings its own.
@@ -61,9 +64,9 @@ class SyncScheme(abc.ABC):
     def work(self, ctx):
         """The worker's side: compute and synchronize until done."""
 
-    def rule(self, initial, workload):
+    def rule(self, model):
         """The root's side over the data plane (see the module docstring)."""
-        return Mean(initial)
+        return Mean(model.values)
 
     def serve(self, ctx):
         """The server's side; by default the data plane's."""

@@ -134,8 +134,8 @@ class ESync(SyncScheme):
     )
     NEEDS = frozenset({"trees", "coordinator"})
 
-    def rule(self, initial, workload):
-        return AverageDelta(initial, self.options["global_lr"])
+    def rule(self, model):
+        return AverageDelta(model.values, self.options["global_lr"])
 
     def service(self, workers):
         return StateService(workers, self.options)

@@ -23,8 +23,8 @@ class FedAvg(SyncScheme):
     OPTIONS = (Option("local_steps", 10, "local SGD steps (tau) between two averagings",
                       low=1, high=100_000),)
 
-    def rule(self, initial, workload):
-        return WeightedSum(initial)
+    def rule(self, model):
+        return WeightedSum(model.values)
 
     def work(self, ctx):
         tau = self.options["local_steps"]

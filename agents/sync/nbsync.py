@@ -114,8 +114,8 @@ class NBSync(SyncScheme):
     OPTIONS = (Option("global_lr", 1.0, "the roots add this times the mean delta",
                       low=0.0, high=100.0),)
 
-    def rule(self, initial, workload):
-        return AverageDelta(initial, self.options["global_lr"])
+    def rule(self, model):
+        return AverageDelta(model.values, self.options["global_lr"])
 
     def work(self, ctx):
         plane = ctx.data_plane()

@@ -22,6 +22,7 @@ from agents.plugins import Option, PluginError, mismatch
 from agents.roles.compose import build_node, sync_scheme
 from agents.sync import SYNC
 from agents.sync.base import SyncScheme
+from agents.workload import FlatModel
 from testbed import spec as S
 from tests.dataplane_sim import CoordinatorSim, deliver
 
@@ -34,7 +35,7 @@ class ScaledMean(SyncScheme):
     NAME = "scaled-mean"
     OPTIONS = (Option("scale", 2.0, "what the mean is multiplied by", low=0.0, high=10.0),)
 
-    def rule(self, initial, workload):
+    def rule(self, model):
         scale = np.float32(self.options["scale"])
 
         class Rule:
@@ -161,11 +162,11 @@ def run_in_memory(sync, overlay, agents, iterations=3, seed=0, sync_options=None
     `iterations` iterations with messages in a random order; the workers'
     results per iteration, and the exact sums they came from."""
     rng = random.Random(seed)
-    initial = np.zeros(7, np.float32)
+    model = FlatModel(np.zeros(7, np.float32), 7, WorkloadSettings())
     nodes = {}
     for name in agents:
         cfg = config(name, sync, overlay, sync_options)
-        node = build_node(cfg, sync_scheme(cfg), initial, log=lambda *a, **k: None)
+        node = build_node(cfg, sync_scheme(cfg), model, log=lambda *a, **k: None)
         if node is not None:
             nodes[name] = node
     if coordinator is not None:

@@ -9,6 +9,7 @@ from agents.overlay.mlnet import MLNET
 from agents.overlay.ps import PS
 from agents.overlay.layout import Layout
 from agents.sync.ssgd import SSGD
+from agents.workload import FlatModel
 
 
 def test_the_star_cuts_the_model_evenly_across_the_server_dcs_servers():
@@ -63,7 +64,8 @@ def test_mlnet_aggregates_at_each_dcs_server_or_first_worker():
 
 
 def test_ssgd_averages_then_steps_with_momentum():
-    rule = SSGD().rule(np.array([1.0, 2.0, 5.0], np.float32), WorkloadSettings(lr=0.5, momentum=0.9))
+    rule = SSGD().rule(FlatModel(np.array([1.0, 2.0, 5.0], np.float32), 3,
+                                 WorkloadSettings(lr=0.5, momentum=0.9)))
     # Two gradients summing to [4, 2] on elements 0..2: mean [2, 1]; v = [2, 1];
     # p = [1, 2] - 0.5 * [2, 1] = [0, 1.5]
     np.testing.assert_allclose(rule.fold(0, 2, np.array([4.0, 2.0], np.float32), 2), [0.0, 1.5])

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from agents.sync import esync, fedasync, nbsync
 from agents.sync.fedavg import FedAvg
+from agents.workload import FlatModel
 from agents.sync.rules import AverageDelta, WeightedSum
 
 
@@ -61,7 +62,7 @@ def test_fedasync_hinge_mixing():
 def test_fedavg_weights_models_by_data_size():
     # Shares 1/4 and 3/4 of the data; models [4, 0] and [8, 4]:
     # 0.25 * [4, 0] + 0.75 * [8, 4] = [1 + 6, 3] = [7, 3]
-    rule = FedAvg().rule(np.zeros(2, np.float32), None)
+    rule = FedAvg().rule(FlatModel(np.zeros(2, np.float32), 2, None))
     assert isinstance(rule, WeightedSum)
     total = np.float32(0.25) * np.array([4, 0], np.float32) + np.float32(0.75) * np.array([8, 4], np.float32)
     np.testing.assert_allclose(rule.fold(0, 2, total, 2), [7.0, 3.0])
