@@ -15,6 +15,7 @@ from agents.dataplane.dispatch import ARRIVED
 from agents.overlay import optimal
 from agents.overlay.dispatcher import Dispatch
 from agents.overlay.optimal_policy import Policy
+from agents.planning.wan import GOODPUT_SHARE
 from tests.unit.test_dispatch import dispatched_layout, family_policy
 from tests.unit.test_planner_detours import kite, layout_over
 
@@ -124,7 +125,7 @@ def test_the_coordinator_steers_each_iteration_by_the_latest_readings_and_re_ste
 
     def expected(readings):
         share = optimal.usable_share(lay)
-        speeds = {tuple(k.split("->")): v * optimal.GOODPUT_SHARE / 8 * share for k, v in readings.items()}
+        speeds = {tuple(k.split("->")): v * GOODPUT_SHARE / 8 * share for k, v in readings.items()}
         return optimal.steered_windows(family, optimal.family_rates(family, speeds, lay), lay)
 
     assert list(dispatch.window.values()) == expected(bits)
