@@ -55,7 +55,7 @@ import tempfile
 import time
 
 from testbed import spec as specmod
-from testbed.cpu import CpuMeter
+from testbed.records.cpu import CpuMeter
 from testbed.emulation import measure, network
 from testbed.emulation.capability import DELAY_BACKENDS
 from testbed.emulation.delay import NoDelay

@@ -14,7 +14,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from testbed import cpu
+from testbed.records import cpu
 from testbed import spec as specmod
 from testbed.emulation.capability import DELAY_BACKENDS, CapabilityError
 from testbed.units import format_rate, format_time
@@ -423,7 +423,7 @@ def inject(command, run_dir):
     """Send a command to a running experiment, e.g. `link a b bw=5mbit`."""
     from testbed.control import CommandError
     from testbed.control import inject as send
-    from testbed.runfolder import newest_run
+    from testbed.records.runfolder import newest_run
 
     run_dir = _run_dir(run_dir or newest_run(RUNS_ROOT) or fail(f"no runs in {RUNS_ROOT}"))
     try:
@@ -438,7 +438,7 @@ def inject(command, run_dir):
 
 
 def _run_dir(path):
-    from testbed.runfolder import is_run_folder
+    from testbed.records.runfolder import is_run_folder
     if not is_run_folder(path):
         fail(f"{path} is not a run folder (it has no status.json and agents/)")
     return path
@@ -451,7 +451,7 @@ def _run_dir(path):
 def report(run_dir, with_html):
     """Summarize a run folder (the newest by default) and draw its plots."""
     from testbed import report as reportmod
-    from testbed.runfolder import newest_run
+    from testbed.records.runfolder import newest_run
 
     run_dir = _run_dir(run_dir or newest_run(RUNS_ROOT) or fail(f"no runs in {RUNS_ROOT}"))
     summary, plots = reportmod.report(run_dir)

@@ -12,7 +12,7 @@ import importlib.util
 import os
 
 from testbed import report
-from testbed.runfolder import RunFolder
+from testbed.records.runfolder import RunFolder
 from testbed.sweep import RecipeError, load_recipe, run_locally, run_sweep
 
 RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")

@@ -26,7 +26,7 @@ from testbed import control, dynamics, report, runend, search_run
 from testbed.emulation import network
 from testbed.emulation.plan import shortest_next_hops
 from testbed.linksampler import LinkSampler
-from testbed.runfolder import RunFolder
+from testbed.records.runfolder import RunFolder
 from testbed.shield import signals_deferred
 
 log = logging.getLogger(__name__)

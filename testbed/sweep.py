@@ -47,7 +47,7 @@ import yaml
 from testbed import spec as specmod
 from testbed.dynamics import SEEDED_GENERATORS
 from testbed.experiment import UNKEYED_AT_DEFAULT
-from testbed.runfolder import RunFolder, is_run_folder
+from testbed.records.runfolder import RunFolder, is_run_folder
 from testbed.units import format_rate, parse_rate
 
 log = logging.getLogger(__name__)

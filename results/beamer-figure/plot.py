@@ -19,7 +19,7 @@ from agents.coflow.policies import make_policy
 from agents.coflow.search import SearchParams, SearchWorkload
 from testbed.coflow.bounds import search_bounds
 from testbed.coflow.simulator import simulate
-from testbed.runfolder import RunFolder
+from testbed.records.runfolder import RunFolder
 from testbed.stats import describe, write_table
 
 POLICIES = ("fair", "fifo-lm", "sincronia", "beamer")

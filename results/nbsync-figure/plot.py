@@ -10,7 +10,7 @@ import os
 import statistics
 
 from testbed import report
-from testbed.runfolder import RunFolder
+from testbed.records.runfolder import RunFolder
 from testbed.stats import write_table
 
 SCHEMES = ("ssgd", "fedavg", "fedasync", "esync", "nbsync")

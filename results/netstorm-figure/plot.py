@@ -13,7 +13,7 @@ ran (`sync_over_t_lb_as_run`: the median of each iteration's own ratio)."""
 import os
 
 from testbed import report
-from testbed.runfolder import RunFolder
+from testbed.records.runfolder import RunFolder
 from testbed.stats import write_table
 
 SYSTEMS = ("mxnet", "mlnet", "tsengine", "netstorm")

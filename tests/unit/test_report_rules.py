@@ -8,7 +8,7 @@ from rich.console import Console
 
 from testbed import cli, report
 from agents.planning.wan import GOODPUT_SHARE
-from testbed.runfolder import RunFolder
+from testbed.records.runfolder import RunFolder
 
 WALL0 = 1_800_000_000.0      # wall clock at monotonic time 0 of the hand-built runs
 SPEC = {"name": "quickstart",

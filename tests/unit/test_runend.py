@@ -77,7 +77,7 @@ def test_the_status_line_says_which_stop_fired_and_whether_the_target_was_reache
 def test_progress_is_read_from_the_run_folder_counting_only_workers_iterations(tmp_path):
     import json
 
-    from testbed.runfolder import RunFolder
+    from testbed.records.runfolder import RunFolder
     from testbed.runner import training_progress
     (tmp_path / "agents").mkdir()
 

@@ -5,7 +5,7 @@ import pytest
 import yaml
 
 from testbed import sweep as W
-from testbed.runfolder import RunFolder
+from testbed.records.runfolder import RunFolder
 
 BASE = """
 name: base
