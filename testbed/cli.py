@@ -17,7 +17,7 @@ from rich.table import Table
 from testbed.records import cpu
 from testbed import spec as specmod
 from testbed.emulation.capability import DELAY_BACKENDS, CapabilityError
-from testbed.units import format_rate, format_time
+from testbed.spec.units import format_rate, format_time
 
 # Not a terminal (a pipe, a log file): wide enough that tables do not wrap.
 out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
@@ -684,7 +684,7 @@ def coflow_sim(trace_file, policy, params, as_json):
 
     from testbed.coflow.report import simulate_trace
     from testbed.coflow.trace import read_trace
-    from testbed.textfile import TextFileError
+    from testbed.spec.textfile import TextFileError
 
     try:
         trace = read_trace(trace_file)

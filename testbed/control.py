@@ -25,10 +25,10 @@ import threading
 import time
 
 from agents.events import read_events
-from testbed import dynamics
 from testbed.emulation.delay import DelayError
 from testbed.emulation.network import NetworkError
-from testbed.units import UnitError, format_rate, format_time, parse_fraction, parse_rate, parse_time
+from testbed.spec import dynamics
+from testbed.spec.units import UnitError, format_rate, format_time, parse_fraction, parse_rate, parse_time
 
 log = logging.getLogger(__name__)
 

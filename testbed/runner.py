@@ -22,12 +22,13 @@ from agents.config import AgentConfig, Peer, Transport, Workload
 from agents.events import EventLog, EventTail, read_events
 from agents.launcher import Launcher
 from agents.overlay.layout import Layout
-from testbed import control, dynamics, report, runend, search_run
+from testbed import control, report, runend, search_run
 from testbed.emulation import network
 from testbed.emulation.plan import shortest_next_hops
 from testbed.linksampler import LinkSampler
 from testbed.records.runfolder import RunFolder
 from testbed.shield import signals_deferred
+from testbed.spec import dynamics
 
 log = logging.getLogger(__name__)
 AGENT_PORT = 7000

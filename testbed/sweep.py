@@ -45,10 +45,10 @@ from dataclasses import dataclass
 import yaml
 
 from testbed import spec as specmod
-from testbed.dynamics import SEEDED_GENERATORS
-from testbed.experiment import UNKEYED_AT_DEFAULT
 from testbed.records.runfolder import RunFolder, is_run_folder
-from testbed.units import format_rate, parse_rate
+from testbed.spec.dynamics import SEEDED_GENERATORS
+from testbed.spec.experiment import UNKEYED_AT_DEFAULT
+from testbed.spec.units import format_rate, parse_rate
 
 log = logging.getLogger(__name__)
 RECIPE_KEYS = {"id", "title", "base", "axes", "set", "quick", "description"}

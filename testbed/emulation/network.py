@@ -31,7 +31,7 @@ from testbed.emulation.plan import make_plan
 from testbed.emulation.state import RunState, remove_run
 from testbed.shield import signals_deferred
 from testbed.spec import Direction
-from testbed.units import parse_rate
+from testbed.spec.units import parse_rate
 
 log = logging.getLogger(__name__)
 CLASS_RE = re.compile(r"class htb 1:1 .*? rate (\S+) .*?\n\s*Sent (\d+) bytes", re.S)

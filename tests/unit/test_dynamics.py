@@ -3,8 +3,8 @@ import textwrap
 
 import pytest
 
-from testbed import dynamics as D
 from testbed import spec as S
+from testbed.spec import dynamics as D
 
 TOPOLOGIES = os.path.join(os.path.dirname(__file__), "..", "..", "topologies")
 BASE = """

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from agents.overlay import netstorm as ns
 from agents.overlay.layout import Layout
 from agents.overlay.netstorm_policy import Policy, relative_change
-from testbed.topogen import ring_links
+from testbed.spec.topogen import ring_links
 from tests.dataplane_sim import Recorder, simulate
 
 

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from agents.probe import schedule
-from testbed.experiment import ProbeSettings
+from testbed.spec.experiment import ProbeSettings
 from testbed.runner import probe_settings
 from tests.mininet.helpers import spec_of
 

@@ -172,7 +172,7 @@ def test_probes_on_one_budget_keep_the_key_they_had_before_a_steady_budget_exist
 def test_a_field_marked_unkeyed_at_default_leaves_the_data_only_when_off_its_default():
     import dataclasses
 
-    from testbed.experiment import UNKEYED_AT_DEFAULT
+    from testbed.spec.experiment import UNKEYED_AT_DEFAULT
 
     @dataclasses.dataclass
     class Inner:

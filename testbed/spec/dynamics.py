@@ -29,8 +29,8 @@ import threading
 import time
 from dataclasses import dataclass
 
-from testbed.textfile import TextFileError, read_small_text
-from testbed.units import UnitError, parse_fraction, parse_rate, parse_time, shown
+from testbed.spec.textfile import TextFileError, read_small_text
+from testbed.spec.units import UnitError, parse_fraction, parse_rate, parse_time, shown
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from agents import models
 from agents.overlay import OVERLAYS
 from agents.sync import SCHEMES
-from testbed.units import UnitError, parse_fraction, parse_size, parse_time, shown
+from testbed.spec.units import UnitError, parse_fraction, parse_size, parse_time, shown
 
 KEYS = {"sync", "overlay", "server_dc", "workload", "model", "dataset", "data_dir", "partition",
         "batch_size", "lr", "momentum", "compute_time", "step_time", "eval_every", "seed", "stop", "chunk",

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from agents.coflow.policies import POLICIES, make_policy
 from agents.coflow.search import ZOO_MB
-from testbed.units import UnitError, parse_size, parse_time, shown
+from testbed.spec.units import UnitError, parse_size, parse_time, shown
 
 KEYS = {"dc", "policy", "policy_options", "tasks", "configs", "eta", "iterations", "growth",
         "workers", "models", "scale", "compute", "task_gap", "seed", "chunk", "stop"}

@@ -16,12 +16,12 @@ from dataclasses import dataclass, replace
 
 import yaml
 
-from testbed import dynamics as dynamics_section
-from testbed import experiment as experiment_section
-from testbed import presets
-from testbed import search_spec as search_section
-from testbed.textfile import TextFileError, read_small_text
-from testbed.units import UnitError, parse_fraction, parse_rate, parse_size, parse_time, shown
+from testbed.spec import dynamics as dynamics_section
+from testbed.spec import experiment as experiment_section
+from testbed.spec import presets
+from testbed.spec import search as search_section
+from testbed.spec.textfile import TextFileError, read_small_text
+from testbed.spec.units import UnitError, parse_fraction, parse_rate, parse_size, parse_time, shown
 
 log = logging.getLogger(__name__)
 
@@ -155,9 +155,9 @@ class Spec:
     wan: tuple
     lan: Lan = Lan()
     tcp: Tcp = Tcp()
-    experiment: object = None    # testbed.experiment.Experiment, when the file has one
-    search: object = None        # testbed.search_spec.SearchSpec, when the file has one instead
-    dynamics: tuple = ()         # testbed.dynamics.Schedule
+    experiment: object = None    # testbed.spec.experiment.Experiment, when the file has one
+    search: object = None        # testbed.spec.search.SearchSpec, when the file has one instead
+    dynamics: tuple = ()         # testbed.spec.dynamics.Schedule
     source: str = ""
 
     def dc(self, name):
