@@ -109,7 +109,7 @@ def validate(file, picture):
 def net(file, delay_backend):
     """Bring the network up with a console to poke it; `exit` tears it down."""
     from testbed.emulation import network
-    from testbed.netconsole import NetConsole
+    from testbed.emulation.netconsole import NetConsole
 
     spec = load_spec(file)
     tear_down_on_signals()
@@ -162,7 +162,7 @@ def doctor():
 def selftest(file, delay_backend, seconds):
     """Build a network (a 2-DC one, or FILE's) and check every WAN link's RTT
     and throughput against its configuration."""
-    from testbed import selftest as st
+    from testbed.emulation import selftest as st
     from testbed.emulation import capability
 
     spec = load_spec(file) if file else None
@@ -421,7 +421,7 @@ def _save_terminal():
               help="the running experiment's folder (default: the newest run)")
 def inject(command, run_dir):
     """Send a command to a running experiment, e.g. `link a b bw=5mbit`."""
-    from testbed.control import CommandError
+    from testbed.emulation.commands import CommandError
     from testbed.control import inject as send
     from testbed.records.runfolder import newest_run
 

@@ -25,9 +25,9 @@ from agents.overlay.layout import Layout
 from testbed import control, report, runend, search_run
 from testbed.emulation import network
 from testbed.emulation.plan import shortest_next_hops
+from testbed.emulation.shield import signals_deferred
 from testbed.linksampler import LinkSampler
 from testbed.records.runfolder import RunFolder
-from testbed.shield import signals_deferred
 from testbed.spec import dynamics
 
 log = logging.getLogger(__name__)

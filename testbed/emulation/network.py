@@ -28,8 +28,8 @@ import time
 from testbed.emulation import capability, shaping
 from testbed.emulation.delay import DelayError, make_backend
 from testbed.emulation.plan import make_plan
+from testbed.emulation.shield import signals_deferred
 from testbed.emulation.state import RunState, remove_run
-from testbed.shield import signals_deferred
 from testbed.spec import Direction
 from testbed.spec.units import parse_rate
 

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from testbed.control import CommandError, parse_link_change, parse_speed, words_of
+from testbed.emulation.commands import CommandError, parse_link_change, parse_speed, words_of
 
 DCS = ["virginia", "frankfurt", "tokyo"]
 
@@ -110,7 +110,7 @@ class ExplodingNetConsole:
 
     @staticmethod
     def make(out):
-        from testbed.netconsole import NetConsole
+        from testbed.emulation.netconsole import NetConsole
 
         class Console(NetConsole):
             def do_boom(self, arg):
