@@ -24,8 +24,9 @@ import sys
 import tempfile
 
 from agents.events import read_events
-from testbed import report, runner
+from testbed import report
 from testbed import spec as specmod
+from testbed.run import runner
 
 DCS = ("virginia", "frankfurt", "tokyo", "sydney")
 WORKERS_PER_DC = 4

@@ -329,7 +329,7 @@ def summary_table(summary, title):
 def run(file, delay_backend, runs_root, with_console, with_ui, ui_port):
     """Build the network, run the experiment, report, tear down."""
     from testbed import report as reportmod
-    from testbed import runner
+    from testbed.run import runner
 
     spec = load_spec(file)
     if spec.experiment is None and spec.search is None:
@@ -398,7 +398,7 @@ def _live_page(port):
 def _start_console(commands):
     import threading
 
-    from testbed.control import RunConsole
+    from testbed.run.control import RunConsole
     # A daemon thread: when the run ends, the process leaves without waiting for input.
     threading.Thread(target=RunConsole(commands, sys.stdout).cmdloop, daemon=True,
                      name="console").start()
@@ -422,7 +422,7 @@ def _save_terminal():
 def inject(command, run_dir):
     """Send a command to a running experiment, e.g. `link a b bw=5mbit`."""
     from testbed.emulation.commands import CommandError
-    from testbed.control import inject as send
+    from testbed.run.control import inject as send
     from testbed.records.runfolder import newest_run
 
     run_dir = _run_dir(run_dir or newest_run(RUNS_ROOT) or fail(f"no runs in {RUNS_ROOT}"))

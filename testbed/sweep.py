@@ -376,7 +376,7 @@ def run_locally(planned, delay_backend, say=lambda line: None):
     """One setting's run on this machine: what a sweep does for each setting,
     here or as a task on a machine of a cluster.  Returns the run folder;
     say() hears why a setting failed."""
-    from testbed import runend, runner
+    from testbed.run import runend, runner
     outcome = runner.run(planned.spec, planned.folder, delay_backend, show=lambda line: None,
                          say=lambda line: None)
     if outcome.stopped_by == runend.INTERRUPTED:

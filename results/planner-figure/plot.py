@@ -33,8 +33,8 @@ from testbed import spec as specmod
 from testbed.bounds import wan_of
 from testbed.bounds.timeline import slowest_syncs, time_to_carry, wan_states
 from testbed.records.runfolder import RunFolder
+from testbed.run.runner import router_paths
 from testbed.run_iterations import iters_of, per_iteration, steady_ratios
-from testbed.runner import router_paths
 from testbed.stats import write_table
 
 SYSTEMS = ("star", "mlnet", "tsengine", "netstorm", "optimal")

@@ -3,9 +3,8 @@ compute-speed changes, from topo.yaml's `dynamics:` section or the console.
 
 Parsing and generation are pure (`parse`, `square`, `step`, `random_walk`,
 `read_trace`): they turn the section into schedules of timed actions, each
-unit-tested with exact values.  `Engine` replays them in a thread through
-the one live-change function of the network (and the speed setter), so
-every change is stamped where all changes are.
+unit-tested with exact values.  The run's engine (testbed/run/dynamics.py)
+replays them.
 
     dynamics:
       - {at: 30s, link: [a, b], bw: 5mbit, delay: 80ms}        # both directions
@@ -21,18 +20,13 @@ every change is stamped where all changes are.
          high: 155mbit, every: 180s, seed: 3}
 """
 
-import logging
 import math
 import os
 import random
-import threading
-import time
 from dataclasses import dataclass
 
 from testbed.spec.textfile import TextFileError, read_small_text
 from testbed.spec.units import UnitError, parse_fraction, parse_rate, parse_time, shown
-
-log = logging.getLogger(__name__)
 
 GENERATORS = ("step", "square", "random_walk", "uniform")
 # Each generator's own keys in a dynamics entry, besides `generator`, `start` and its target.
@@ -436,63 +430,3 @@ def _generator(item, target, path, target_keys, error, check_keys, max_speed):
             params.update(step_size=value("step"),
                           initial=value("initial") if "initial" in item else None)
     return Schedule("generator", target, generator=(name, params))
-
-
-# ------------------------------------------------------------ runtime
-
-
-class Engine:
-    """Fires actions at their times (seconds from `start`, monotonic) on a
-    thread.  link(action) and speed(action) apply them; failures are
-    reported through `report` and do not stop the engine."""
-
-    def __init__(self, link, speed, report=lambda text: None):
-        self.apply_link = link
-        self.apply_speed = speed
-        self.report = report
-        self.start = None
-        self._pending = []
-        self._cond = threading.Condition()
-        self._stop = False
-        self._thread = threading.Thread(target=self._loop, daemon=True, name="dynamics")
-
-    def run(self, schedules, horizon):
-        self.start = time.monotonic()
-        for s in schedules:
-            self.add(s.actions(horizon))
-        self._thread.start()
-        return self
-
-    def add(self, actions, offset=0.0):
-        with self._cond:
-            for a in actions:
-                self._pending.append((a.t + offset, a))
-            self._pending.sort(key=lambda x: x[0])
-            self._cond.notify()
-
-    def now(self):
-        return time.monotonic() - self.start
-
-    def _loop(self):
-        while True:
-            with self._cond:
-                while not self._stop and (not self._pending or self._pending[0][0] > self.now()):
-                    wait = self._pending[0][0] - self.now() if self._pending else None
-                    self._cond.wait(timeout=wait)
-                if self._stop:
-                    return
-                _, action = self._pending.pop(0)
-            try:
-                if isinstance(action, LinkAction):
-                    self.apply_link(action)
-                else:
-                    self.apply_speed(action)
-            except Exception as e:  # noqa: BLE001 - a failed change is reported, the run goes on
-                self.report(f"dynamics: {action} failed: {e}")
-
-    def stop(self):
-        with self._cond:
-            self._stop = True
-            self._cond.notify()
-        if self._thread.is_alive():
-            self._thread.join(timeout=5)

@@ -4,6 +4,7 @@ import textwrap
 import pytest
 
 from testbed import spec as S
+from testbed.run.dynamics import Engine
 from testbed.spec import dynamics as D
 
 TOPOLOGIES = os.path.join(os.path.dirname(__file__), "..", "..", "topologies")
@@ -216,7 +217,7 @@ def test_the_engine_fires_actions_in_time_order():
         fired.append(("speed", a.t))
         done.set()
 
-    engine = D.Engine(link, speed)
+    engine = Engine(link, speed)
     engine.run([D.Schedule("at", ("speed", ("w",)), ((0.2, {"speed": 1.0}),)),
                 D.Schedule("at", ("link", "a", "b", True), ((0.1, {"rate": 1e6}),))], horizon=10)
     assert done.wait(5)

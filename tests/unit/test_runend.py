@@ -2,8 +2,8 @@
 
 import pytest
 
-from testbed import runend
-from testbed.runend import conclude, target_reached
+from testbed.run import runend
+from testbed.run.runend import conclude, target_reached
 
 STOPS = dict(target=0.9, max_iterations=400, max_time=180.0)
 
@@ -78,7 +78,7 @@ def test_progress_is_read_from_the_run_folder_counting_only_workers_iterations(t
     import json
 
     from testbed.records.runfolder import RunFolder
-    from testbed.runner import training_progress
+    from testbed.run.runner import training_progress
     (tmp_path / "agents").mkdir()
 
     def events(name, evs):

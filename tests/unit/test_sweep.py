@@ -313,7 +313,7 @@ def test_a_list_valued_axis_gets_a_short_distinct_label():
 def runs_that_end(monkeypatch, stopped_by, reason):
     """Replace the runner by one whose runs end at once, as `stopped_by`
     says, each with its folder written; returns the list of runs started."""
-    from testbed import runner
+    from testbed.run import runner
     calls = []
 
     def run(spec, runs_root, delay_backend, show, say):
@@ -327,7 +327,7 @@ def runs_that_end(monkeypatch, stopped_by, reason):
 
 
 def test_ctrl_c_during_a_local_setting_ends_the_sweep(tmp_path, monkeypatch):
-    from testbed import runend
+    from testbed.run import runend
     r = W.load_recipe(recipe_at(tmp_path, RECIPE))
     # The runner turns Ctrl-C into an interrupted run with its folder written.
     calls = runs_that_end(monkeypatch, runend.INTERRUPTED, "interrupted by the user")
@@ -337,7 +337,8 @@ def test_ctrl_c_during_a_local_setting_ends_the_sweep(tmp_path, monkeypatch):
 
 
 def test_ctrl_c_during_a_reproduced_setting_ends_the_recipe_too(tmp_path, monkeypatch):
-    from testbed import reproduce, runend
+    from testbed import reproduce
+    from testbed.run import runend
     path = recipe_at(tmp_path, RECIPE)
     monkeypatch.setattr(reproduce, "recipe_path", lambda recipe_id: path)
     calls = runs_that_end(monkeypatch, runend.INTERRUPTED, "interrupted by the user")
@@ -347,7 +348,7 @@ def test_ctrl_c_during_a_reproduced_setting_ends_the_recipe_too(tmp_path, monkey
 
 
 def test_a_failed_setting_is_told_and_the_sweep_goes_on(tmp_path, monkeypatch):
-    from testbed import runend
+    from testbed.run import runend
     r = W.load_recipe(recipe_at(tmp_path, RECIPE))
     calls = runs_that_end(monkeypatch, runend.AGENT_FAILURE, "peer a-s0 has been silent\nfor 60s")
     told = []

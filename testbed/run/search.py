@@ -4,8 +4,8 @@ ended.  The network, the launch, the watch and the teardown are the
 runner's, as for an experiment."""
 
 from agents.config import AgentConfig, Peer, Transport
-from testbed import runend
 from agents.planning.wan import GOODPUT_SHARE
+from testbed.run import runend
 
 # What ends a search: its scheduler ran every stage and told the machines.
 FINISHED = "search-finished"
