@@ -24,8 +24,8 @@ import sys
 import tempfile
 
 from agents.events import read_events
-from testbed import report
 from testbed import spec as specmod
+from testbed.analysis import report
 from testbed.run import runner
 
 DCS = ("virginia", "frankfurt", "tokyo", "sydney")

@@ -235,7 +235,7 @@ def warm_arp(net):
 
 def agent_start(n, args, root):
     """Seconds from network up to the first iteration in a short real run."""
-    from testbed import report
+    from testbed.analysis import report
     from testbed.run import runner
     experiment = ("experiment:\n  workload: synthetic\n  model: flat-100000\n"
                   "  compute_time: 10ms\n  stop: {iterations: 3, time: 3min}\n")

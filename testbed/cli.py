@@ -328,7 +328,7 @@ def summary_table(summary, title):
               help="the live page's port; 0 takes a free one")
 def run(file, delay_backend, runs_root, with_console, with_ui, ui_port):
     """Build the network, run the experiment, report, tear down."""
-    from testbed import report as reportmod
+    from testbed.analysis import report as reportmod
     from testbed.run import runner
 
     spec = load_spec(file)
@@ -450,7 +450,7 @@ def _run_dir(path):
               help="also write report.html: a page that replays the run, self-contained")
 def report(run_dir, with_html):
     """Summarize a run folder (the newest by default) and draw its plots."""
-    from testbed import report as reportmod
+    from testbed.analysis import report as reportmod
     from testbed.records.runfolder import newest_run
 
     run_dir = _run_dir(run_dir or newest_run(RUNS_ROOT) or fail(f"no runs in {RUNS_ROOT}"))
@@ -467,7 +467,7 @@ def report(run_dir, with_html):
 @click.option("--out", "out_dir", default=None, help="folder for compare.csv and compare.png")
 def compare(run_dirs, out_dir):
     """Put several runs side by side: one table, one plot."""
-    from testbed import report as reportmod
+    from testbed.analysis import report as reportmod
 
     for d in run_dirs:
         _run_dir(d)

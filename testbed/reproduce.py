@@ -11,7 +11,7 @@ its own folder, so the checked-in figure stays the full one.
 import importlib.util
 import os
 
-from testbed import report
+from testbed.analysis import report
 from testbed.records.runfolder import RunFolder
 from testbed.sweep import RecipeError, load_recipe, run_locally, run_sweep
 

@@ -17,10 +17,10 @@ import statistics
 
 from agents.coflow.policies import make_policy
 from agents.coflow.search import SearchParams, SearchWorkload
+from testbed.analysis.stats import describe, write_table
 from testbed.coflow.bounds import search_bounds
 from testbed.coflow.simulator import simulate
 from testbed.records.runfolder import RunFolder
-from testbed.stats import describe, write_table
 
 POLICIES = ("fair", "fifo-lm", "sincronia", "beamer")
 NAMES = {"fair": "fair", "fifo-lm": "FIFO-LM", "sincronia": "Sincronia", "beamer": "Beamer"}

@@ -22,7 +22,7 @@ from agents.config import AgentConfig, Peer, Transport, Workload
 from agents.events import EventLog, EventTail, read_events
 from agents.launcher import Launcher
 from agents.overlay.layout import Layout
-from testbed import report
+from testbed.analysis import report
 from testbed.emulation import network
 from testbed.emulation.plan import shortest_next_hops
 from testbed.emulation.shield import signals_deferred

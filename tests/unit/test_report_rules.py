@@ -6,7 +6,8 @@ import os
 import pytest
 from rich.console import Console
 
-from testbed import cli, report
+from testbed import cli
+from testbed.analysis import report
 from agents.planning.wan import GOODPUT_SHARE
 from testbed.records.runfolder import RunFolder
 
