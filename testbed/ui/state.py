@@ -15,7 +15,7 @@ import os
 from agents.events import EventTail
 from testbed.analysis import report
 from testbed.analysis.overlay_plot import piece_edges, round_edges
-from testbed.bound import sync_lower_bound
+from testbed.bounds.cut import sync_lower_bound
 from testbed.records.runfolder import RunFolder
 from testbed.ui.layout import positions
 
