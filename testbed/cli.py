@@ -532,7 +532,7 @@ def _executor(address, delay_backend):
             fail("interrupted: the running setting was torn down; the same command resumes "
                  "where it stopped", EXIT_CANNOT)
         return
-    from testbed import cluster
+    from testbed.sweeps import cluster
     try:
         units = cluster.connect(address)
     except cluster.AddressError as e:
@@ -561,8 +561,8 @@ def _executor(address, delay_backend):
 def sweep(recipe_file, quick, delay_backend, runs_root, cluster_address):
     """Run a recipe's cross product of settings, one experiment at a time;
     re-running skips settings already completed."""
-    from testbed import reproduce as rep
-    from testbed.sweep import RecipeError, load_recipe, run_locally, run_sweep
+    from testbed.sweeps import reproduce as rep
+    from testbed.sweeps.sweep import RecipeError, load_recipe, run_locally, run_sweep
 
     try:
         recipe = load_recipe(recipe_file, quick=quick)
@@ -595,8 +595,8 @@ def sweep(recipe_file, quick, delay_backend, runs_root, cluster_address):
 @cluster_option
 def reproduce(recipe_id, quick, list_recipes, out_dir, delay_backend, runs_root, cluster_address):
     """Run a figure recipe from results/ and redraw its figure."""
-    from testbed import reproduce as rep
-    from testbed.sweep import RecipeError
+    from testbed.sweeps import reproduce as rep
+    from testbed.sweeps.sweep import RecipeError
 
     if list_recipes or not recipe_id:
         for rid, title in rep.recipes():

@@ -16,7 +16,7 @@ import statistics
 
 from testbed.analysis.iterations import per_iteration, steady_ratios
 from testbed.analysis.stats import write_table
-from testbed.sweep import RecipeError
+from testbed.sweeps.sweep import RecipeError
 
 SYSTEMS = ("netstorm", "fixed", "steered")
 COLORS = {"netstorm": "C3", "fixed": "C0", "steered": "C4"}

@@ -21,7 +21,7 @@ STOP_KEYS = {"iterations", "time", "accuracy"}
 PROBE_KEYS = {"period", "budget", "steady_budget", "train", "pairs"}
 PROBE_PAIRS = ("all", "neighbours")
 # Marks a setting added after runs were keyed by their spec: at its default
-# it leaves a run's key as it was (testbed.sweep.spec_key), so the sweeps
+# it leaves a run's key as it was (testbed.sweeps.sweep.spec_key), so the sweeps
 # find the runs made before it existed.
 UNKEYED_AT_DEFAULT = "unkeyed_at_default"
 

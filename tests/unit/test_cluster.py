@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from testbed import cluster
+from testbed.sweeps import cluster
 from tests.ports import free_port
 from testbed.records.runfolder import is_run_folder
 

@@ -4,8 +4,8 @@ import textwrap
 import pytest
 import yaml
 
-from testbed import sweep as W
 from testbed.records.runfolder import RunFolder
+from testbed.sweeps import sweep as W
 
 BASE = """
 name: base
@@ -299,7 +299,7 @@ def test_a_refused_recipe_leaves_no_trace_and_keeps_what_was_there(tmp_path):
 
 
 def test_a_list_valued_axis_gets_a_short_distinct_label():
-    from testbed.sweep import MAX_LABEL, Setting
+    from testbed.sweeps.sweep import MAX_LABEL, Setting
     a = Setting((("dynamics", [{"trace": "/" + "x" * 300, "link": ["a", "b"]}]),
                  ("experiment.seed", 1)))
     b = Setting((("dynamics", [{"trace": "/" + "y" * 300, "link": ["a", "b"]}]),
@@ -337,8 +337,8 @@ def test_ctrl_c_during_a_local_setting_ends_the_sweep(tmp_path, monkeypatch):
 
 
 def test_ctrl_c_during_a_reproduced_setting_ends_the_recipe_too(tmp_path, monkeypatch):
-    from testbed import reproduce
     from testbed.run import runend
+    from testbed.sweeps import reproduce
     path = recipe_at(tmp_path, RECIPE)
     monkeypatch.setattr(reproduce, "recipe_path", lambda recipe_id: path)
     calls = runs_that_end(monkeypatch, runend.INTERRUPTED, "interrupted by the user")
