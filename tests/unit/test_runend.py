@@ -66,7 +66,7 @@ def test_an_unknown_ending_is_a_bug():
 
 
 def test_the_status_line_says_which_stop_fired_and_whether_the_target_was_reached():
-    from testbed.cli import status_line
+    from testbed.cli.tables import status_line
     assert status_line({"status": "completed", "stopped_by": "iterations", "target_reached": False}) \
         == "completed, stopped by iterations, target not reached"
     assert status_line({"status": "completed", "stopped_by": "time", "target_reached": None}) \
