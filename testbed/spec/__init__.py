@@ -1,7 +1,7 @@
 """topo.yaml -> a validated, frozen Spec (testbed/spec/topology.py), with
-its sections: the experiment, a search instead, the dynamics.  Units are
-resolved here, once; the rest of the testbed sees bit/s, seconds, bytes
-and fractions."""
+its sections: the experiment, a search instead, the dynamics; each checked
+with one kit (validate.py).  Units are resolved here, once; the rest of
+the testbed sees bit/s, seconds, bytes and fractions."""
 
 from testbed.spec.topology import (
     TOP_KEYS,
@@ -9,13 +9,13 @@ from testbed.spec.topology import (
     Direction,
     Lan,
     Spec,
-    SpecError,
     Tcp,
     WanLink,
     load,
     loads,
     queue_bytes,
 )
+from testbed.spec.validate import SpecError
 
 __all__ = ["TOP_KEYS", "DataCenter", "Direction", "Lan", "Spec", "SpecError", "Tcp", "WanLink",
            "load", "loads", "queue_bytes"]

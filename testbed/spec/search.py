@@ -31,7 +31,9 @@ from dataclasses import dataclass, field
 
 from agents.coflow.policies import POLICIES, make_policy
 from agents.coflow.search import ZOO_MB
-from testbed.spec.units import UnitError, parse_size, parse_time, shown
+from testbed.spec import validate as check
+from testbed.spec.units import shown
+from testbed.spec.validate import SpecError
 
 KEYS = {"dc", "policy", "policy_options", "tasks", "configs", "eta", "iterations", "growth",
         "workers", "models", "scale", "compute", "task_gap", "seed", "chunk", "stop"}
@@ -65,84 +67,56 @@ class SearchSpec:
                 "compute": list(self.compute), "task_gap": self.task_gap, "seed": self.seed}
 
 
-def parse(raw, datacenters, error, check_keys):
-    """raw: the YAML mapping; datacenters: [DataCenter]; error(path, msg)
-    builds the spec's error.  Returns a SearchSpec."""
-    check_keys(raw, KEYS, "search")
+def parse(raw, datacenters):
+    """raw: the YAML mapping; datacenters: [DataCenter].  Returns a
+    SearchSpec; raises SpecError."""
+    check.keys(raw, KEYS, "search")
     p = lambda key: f"search.{key}"  # noqa: E731
 
     def whole(key, default, low, high):
-        value = raw.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise error(p(key), f"{shown(value)} must be a whole number in {low}..{high}")
-        return value
-
-    def number(key, default, low, high):
-        value = raw.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-            raise error(p(key), f"{shown(value)} must be a number in {low}..{high}")
-        return float(value)
-
-    def duration(path, value, positive=True):
-        try:
-            t = parse_time(value)
-        except UnitError as e:
-            raise error(path, str(e)) from None
-        if t < 0 or (positive and t == 0):
-            raise error(path, f"{shown(value)} must be above zero")
-        return t
+        return check.whole(raw.get(key, default), p(key), low, high)
 
     by_name = {d.name: d for d in datacenters}
-    dc = raw.get("dc", max(datacenters, key=lambda d: len(d.hosts)).name)
-    if not isinstance(dc, str) or dc not in by_name:
-        raise error(p("dc"), f"unknown data center {shown(dc)} (data centers: {', '.join(by_name)})")
+    dc = check.word(raw.get("dc", max(datacenters, key=lambda d: len(d.hosts)).name), p("dc"),
+                    list(by_name), "data center")
     machines = tuple(by_name[dc].hosts)
 
-    policy = raw.get("policy", "beamer")
-    if not isinstance(policy, str) or policy not in POLICIES:
-        raise error(p("policy"), f"unknown policy {shown(policy)}; available: {', '.join(POLICIES)}")
+    policy = check.word(raw.get("policy", "beamer"), p("policy"), list(POLICIES), "policy")
     options = raw.get("policy_options", {}) or {}
-    if not isinstance(options, dict):
-        raise error(p("policy_options"), f"must be a mapping of {policy}'s parameters")
+    check.mapping(options, p("policy_options"), f"{policy}'s parameters")
     try:
         make_policy(policy, **options)
     except (TypeError, ValueError) as e:
-        raise error(p("policy_options"), f"{policy} does not take {shown(options)}: {e}") from None
+        raise SpecError(p("policy_options"), f"{policy} does not take {shown(options)}: {e}") from None
 
     workers = whole("workers", 2, 1, 1000)
     if len(machines) < workers + 1:
-        raise error(p("workers"), f"a job's {workers} workers and its PS need {workers + 1} hosts; "
-                                  f"{dc} has {len(machines)}")
+        raise SpecError(p("workers"), f"a job's {workers} workers and its PS need {workers + 1} hosts; "
+                                      f"{dc} has {len(machines)}")
     eta = whole("eta", 2, 2, 100)
     growth = raw.get("growth")
     if growth is not None:
-        growth = number("growth", 1.0, 1.0, 100.0)
+        growth = check.number(growth, p("growth"), 1.0, 100.0)
     models = raw.get("models", dict(ZOO_MB))
     if not isinstance(models, dict) or not models or not all(
             isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
             for k, v in models.items()):
-        raise error(p("models"), "must map model names to sizes in MB above zero")
+        raise SpecError(p("models"), "must map model names to sizes in MB above zero")
     compute = raw.get("compute", ["200ms", "500ms"])
     if not isinstance(compute, list) or len(compute) != 2:
-        raise error(p("compute"), f"{shown(compute)} must be [shortest, longest], e.g. [200ms, 500ms]")
-    compute = tuple(duration(p("compute"), c, positive=False) for c in compute)
+        raise SpecError(p("compute"), f"{shown(compute)} must be [shortest, longest], e.g. [200ms, 500ms]")
+    compute = tuple(check.duration(c, p("compute")) for c in compute)
     if compute[0] > compute[1]:
-        raise error(p("compute"), f"{shown(raw['compute'])}: the shortest is longer than the longest")
-    try:
-        chunk = parse_size(raw.get("chunk", "64kib"))
-    except UnitError as e:
-        raise error(p("chunk"), str(e)) from None
-    if not 1024 <= chunk <= 1 << 30:
-        raise error(p("chunk"), "must be between 1kib and 1gib")
-    stop = raw.get("stop", {})
-    if not isinstance(stop, dict):
-        raise error(p("stop"), "must be a mapping with time")
-    check_keys(stop, {"time"}, "search.stop")
+        raise SpecError(p("compute"), f"{shown(raw['compute'])}: the shortest is longer than the longest")
+    chunk = check.size(raw.get("chunk", "64kib"), p("chunk"), "1kib", "1gib")
+    stop = check.mapping(raw.get("stop", {}), p("stop"), "time")
+    check.keys(stop, {"time"}, "search.stop")
     return SearchSpec(
         dc=dc, machines=machines, policy=policy, policy_options=dict(options),
         tasks=whole("tasks", 2, 1, 1000), configs=whole("configs", 2, 1, 10_000), eta=eta,
         iterations=whole("iterations", 2, 1, 10**6), growth=growth, workers=workers,
-        models={k: float(v) for k, v in models.items()}, scale=number("scale", 0.01, 1e-9, 1e6),
-        compute=compute, task_gap=duration(p("task_gap"), raw.get("task_gap", 0), positive=False),
+        models={k: float(v) for k, v in models.items()},
+        scale=check.number(raw.get("scale", 0.01), p("scale"), 1e-9, 1e6),
+        compute=compute, task_gap=check.duration(raw.get("task_gap", 0), p("task_gap")),
         seed=whole("seed", 0, 0, 2**31), chunk_bytes=chunk,
-        max_time=duration(p("stop.time"), stop.get("time", "5min")))
+        max_time=check.duration(stop.get("time", "5min"), p("stop.time"), positive=True))

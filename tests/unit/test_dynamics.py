@@ -186,7 +186,8 @@ def test_timed_link_speed_and_cut_events():
     ("- {generator: random_walk, link: [a, b], low: 5mbit, high: 1mbit, step: 1mbit, every: 1s}\n",
      "dynamics[0].high", "above low"),
     ("- {trace: nowhere.csv, link: [a, b]}\n", "dynamics[0].trace", "cannot read trace"),
-    ("- {at: 1s, link: [a, b], direction: backward, bw: 1mbit}\n", "dynamics[0].direction", "both or forward"),
+    ("- {at: 1s, link: [a, b], direction: backward, bw: 1mbit}\n", "dynamics[0].direction",
+     "unknown direction 'backward'; available: both, forward"),
     ("- {at: 1s, link: [a, b], loss: 100%}\n", "dynamics[0].loss", "below 100%"),
 ])
 def test_each_dynamics_mistake_names_its_path(entry, path, words):
