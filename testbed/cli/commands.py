@@ -75,8 +75,9 @@ def validate(file, picture):
                   + (", probes on" if exp.probe else ""))
     search = spec.search
     if search:
-        out.print(f"search: {search.tasks} tasks x {search.configs} configurations, eta {search.eta}, "
-                  f"{search.workers} workers per job on {len(search.machines)} hosts of {search.dc}, "
+        plan = search.params
+        out.print(f"search: {plan.tasks} tasks x {plan.configs} configurations, eta {plan.eta}, "
+                  f"{plan.workers} workers per job on {len(search.machines)} hosts of {search.dc}, "
                   f"coflows scheduled by {search.policy}")
     if spec.dynamics:
         out.print(f"dynamics: {len(spec.dynamics)} scheduled changes")

@@ -3,6 +3,8 @@ of the cluster DC, the scheduler on the cluster's router) and how it
 ended.  The network, the launch, the watch and the teardown are the
 runner's, as for an experiment."""
 
+import dataclasses
+
 from agents.config import AgentConfig, Peer, Transport
 from agents.planning.wan import GOODPUT_SHARE
 from testbed.run import runend
@@ -23,8 +25,8 @@ def agent_configs(spec, net, folder, agent_port, scheduler_port):
                            coordinator=scheduler, transport=transport,
                            coordination={"chunk_bytes": search.chunk_bytes})
                for p in machines]
-    params = search.params()
-    params["scale"] = search.scale * 1e6          # model sizes in bytes
+    params = dataclasses.asdict(search.params)
+    params["scale"] = search.params.scale * 1e6          # model sizes in bytes
     configs.append(AgentConfig(
         name=scheduler.name, role="scheduler", dc=scheduler.dc, host=scheduler.host,
         port=scheduler.port, events=folder.agent_file(scheduler.name, "jsonl"), workers=machines,

@@ -30,7 +30,7 @@ rate in each direction.
 from dataclasses import dataclass, field
 
 from agents.coflow.policies import POLICIES, make_policy
-from agents.coflow.search import ZOO_MB
+from agents.coflow.search import ZOO_MB, SearchParams
 from testbed.spec import validate as check
 from testbed.spec.units import shown
 from testbed.spec.validate import SpecError
@@ -43,28 +43,11 @@ KEYS = {"dc", "policy", "policy_options", "tasks", "configs", "eta", "iterations
 class SearchSpec:
     dc: str
     machines: tuple                  # host names, in the order the plan numbers machines
+    params: SearchParams             # the searches the scheduler plans; sizes in MB x scale
     policy: str = "beamer"
     policy_options: dict = field(default_factory=dict)
-    tasks: int = 2
-    configs: int = 2
-    eta: int = 2
-    iterations: int = 2
-    growth: float = None
-    workers: int = 2
-    models: dict = field(default_factory=lambda: dict(ZOO_MB))
-    scale: float = 0.01
-    compute: tuple = (0.2, 0.5)
-    task_gap: float = 0.0
-    seed: int = 0
     chunk_bytes: int = 64 * 1024
     max_time: float = 300.0
-
-    def params(self):
-        """The plan's parameters (agents.coflow.search.SearchParams fields)."""
-        return {"tasks": self.tasks, "configs": self.configs, "eta": self.eta,
-                "iterations": self.iterations, "growth": self.growth, "workers": self.workers,
-                "machines": len(self.machines), "zoo": dict(self.models), "scale": self.scale,
-                "compute": list(self.compute), "task_gap": self.task_gap, "seed": self.seed}
 
 
 def parse(raw, datacenters):
@@ -111,12 +94,12 @@ def parse(raw, datacenters):
     chunk = check.size(raw.get("chunk", "64kib"), p("chunk"), "1kib", "1gib")
     stop = check.mapping(raw.get("stop", {}), p("stop"), "time")
     check.keys(stop, {"time"}, "search.stop")
-    return SearchSpec(
-        dc=dc, machines=machines, policy=policy, policy_options=dict(options),
+    params = SearchParams(
         tasks=whole("tasks", 2, 1, 1000), configs=whole("configs", 2, 1, 10_000), eta=eta,
         iterations=whole("iterations", 2, 1, 10**6), growth=growth, workers=workers,
-        models={k: float(v) for k, v in models.items()},
-        scale=check.number(raw.get("scale", 0.01), p("scale"), 1e-9, 1e6),
-        compute=compute, task_gap=check.duration(raw.get("task_gap", 0), p("task_gap")),
-        seed=whole("seed", 0, 0, 2**31), chunk_bytes=chunk,
-        max_time=check.duration(stop.get("time", "5min"), p("stop.time"), positive=True))
+        machines=len(machines), zoo={k: float(v) for k, v in models.items()},
+        scale=check.number(raw.get("scale", 0.01), p("scale"), 1e-9, 1e6), compute=compute,
+        task_gap=check.duration(raw.get("task_gap", 0), p("task_gap")), seed=whole("seed", 0, 0, 2**31))
+    return SearchSpec(
+        dc=dc, machines=machines, params=params, policy=policy, policy_options=dict(options),
+        chunk_bytes=chunk, max_time=check.duration(stop.get("time", "5min"), p("stop.time"), positive=True))
