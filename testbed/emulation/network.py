@@ -12,9 +12,10 @@ egress and the bridge port toward it, so lan.bw bounds what each node
 sends and what it receives.  Routers get
 static routes along least-delay paths, so partial meshes work.
 
-`change_link` is the one way any later feature (traces, console,
-injection) alters a link while traffic flows: `tc ... change` and relay
-messages, never delete-and-re-add, which would reset queues and flows.
+`change_link` is the one way anything (dynamics, the consoles, `testbed
+inject`, the live page) alters a link while traffic flows: `tc ... change`
+and relay messages, never delete-and-re-add, which would reset queues and
+flows.
 """
 
 import json

@@ -140,11 +140,6 @@ class Spec:
                 return link
         raise KeyError(f"no WAN link between {a} and {b}")
 
-    @property
-    def needs_delay(self):
-        return any(d.delay > 0 or d.jitter > 0 or d.loss > 0
-                   for link in self.wan for d in (link.ab, link.ba))
-
 
 # ---------------------------------------------------------------- reading
 
