@@ -1,6 +1,7 @@
 """python -m agents ROLE --config FILE.json"""
 
 import argparse
+import importlib
 import signal
 import sys
 
@@ -8,6 +9,7 @@ from agents.config import AgentConfig
 from agents.events import EventLog
 from agents.transport import PeerDead
 
+# Each role is a module of agents.roles with a run(cfg, log).
 ROLES = ("server", "worker", "probe", "coordinator", "machine", "scheduler")
 
 
@@ -30,18 +32,7 @@ def main(argv=None):
         raise SystemExit(143)
 
     signal.signal(signal.SIGTERM, terminate)
-    if args.role == "server":
-        from agents.roles.server import run
-    elif args.role == "probe":
-        from agents.roles.probe import run
-    elif args.role == "coordinator":
-        from agents.roles.coordinator import run
-    elif args.role == "machine":
-        from agents.roles.machine import run
-    elif args.role == "scheduler":
-        from agents.roles.scheduler import run
-    else:
-        from agents.roles.worker import run
+    run = importlib.import_module(f"agents.roles.{args.role}").run
     try:
         run(cfg, log)
     except PeerDead as e:

@@ -17,15 +17,27 @@ class Peer:
 
 
 @dataclass
-class Workload:
-    kind: str = "train"            # train | synthetic
-    model: str = "mlp"             # train: mlp | cnn; synthetic: resnet18, resnet50, vgg16, bert-base
-    dataset: str = "digits"        # digits | mnist | cifar10 (the last two from data_dir)
+class WorkloadSettings:
+    kind: str = "train"            # agents.workload's registry: train | synthetic
+    model: str = "mlp"             # agents.models' registry, or flat-N
+    dataset: str = "digits"        # agents.models' registry (train only)
     data_dir: str = ""
+    model_options: dict = field(default_factory=dict)
+    dataset_options: dict = field(default_factory=dict)
     partition: str = "iid"         # iid | noniid (by label)
     batch_size: int = 32
     lr: float = 0.1
     momentum: float = 0.9
+    optimizer: str = "sgd"         # agents.optim: sgd | adam | adamw
+    weight_decay: float = 0.0
+    betas: list = field(default_factory=lambda: [0.9, 0.999])     # adam, adamw
+    eps: float = 1e-8                                             # adam, adamw
+    lr_schedule: str = "none"      # none | step | cosine
+    lr_step_every: int = 1         # step: steps between two decays
+    lr_gamma: float = 0.1          # step: the decay
+    lr_total: int = 1              # cosine: steps to reach 0
+    loss: str = "cross_entropy"    # agents.workload.LOSSES
+    metrics: list = field(default_factory=list)   # agents.models' metric registry
     compute_time: float = 0.1      # synthetic: seconds per iteration at speed 1.0
     step_time: float = 0.0         # train: a step lasts at least this at speed 1.0 (a slower device)
     eval_every: int = 10
@@ -60,9 +72,43 @@ class Transport:
 
 
 @dataclass
+class ProbeSection:
+    """A probe's settings: its trains' period, budget and length, the DC
+    pairs it measures, where the other probes publish, and the event files
+    it reads passive measurements from."""
+    period: float                  # seconds between two trains of a pair
+    budget: float                  # share of each link direction for probe bytes
+    steady_budget: float           # the same while a direction's estimate holds
+    train_time: float              # a train's length at the link's rate
+    epoch: float                   # CLOCK_MONOTONIC the probes count periods from
+    pub_port: int                  # where every probe publishes its estimates
+    pairs: list                    # [{src, dst, links, delay, rate, queue}]
+    agent_dcs: dict                # {agent: dc}
+    passive_events: list = field(default_factory=list)   # event files of this DC's agents
+    link_intfs: dict = field(default_factory=dict)       # {neighbour DC: router interface}
+
+
+@dataclass
+class ViewSection:
+    """Where the coordinator reads the network's view from."""
+    probe_pub_port: int = 0
+
+
+@dataclass
+class SearchSection:
+    """A search scheduler's settings: the search (agents.coflow.search
+    SearchParams' fields), its coflow policy and the capacity of every
+    machine's NIC, each way, in payload bytes/s."""
+    search: dict
+    policy: str
+    policy_options: dict
+    capacity: float
+
+
+@dataclass
 class AgentConfig:
     name: str
-    role: str                      # server | worker | probe
+    role: str                      # server | worker | coordinator | probe | machine | scheduler
     dc: str
     host: str                      # own address
     port: int
@@ -76,17 +122,16 @@ class AgentConfig:
     speed: float = 1.0             # relative compute speed
     max_iterations: int = 100
     target_accuracy: float = 0.0   # 0: none
-    workload: Workload = field(default_factory=Workload)
+    workload: WorkloadSettings = field(default_factory=WorkloadSettings)
     transport: Transport = field(default_factory=Transport)
     speed_file: str = ""           # the runner writes a new speed here to change it live
     probes: list = field(default_factory=list)     # [Peer], one per DC
-    # probe settings: period, budget, train_time, pub_port, pairs
-    # [{src, dst, links}], passive_events [paths], agent_dcs {agent: dc}
-    probe: dict = field(default_factory=dict)
     layout: dict = field(default_factory=dict)     # what the overlay plans from (a Layout)
     coordinator: Peer = None                       # the experiment's coordinator, if it runs one
-    # coordinator settings: the overlay's options, probe PUB addresses
-    coordination: dict = field(default_factory=dict)
+    # Each role's own settings.
+    probe: ProbeSection = None                     # a probe's
+    view: ViewSection = None                       # the coordinator's
+    search: SearchSection = None                   # a search scheduler's
 
     def to_json(self):
         return json.dumps(asdict(self), indent=1, sort_keys=True)
@@ -102,8 +147,10 @@ class AgentConfig:
         d["workers"] = [Peer(**p) for p in d.get("workers", [])]
         d["probes"] = [Peer(**p) for p in d.get("probes", [])]
         d["coordinator"] = Peer(**d["coordinator"]) if d.get("coordinator") else None
-        d["workload"] = Workload(**d.get("workload", {}))
+        d["workload"] = WorkloadSettings(**d.get("workload", {}))
         d["transport"] = Transport(**d.get("transport", {}))
+        for key, section in (("probe", ProbeSection), ("view", ViewSection), ("search", SearchSection)):
+            d[key] = section(**d[key]) if d.get(key) else None
         return cls(**d)
 
     @classmethod

@@ -34,9 +34,8 @@ import sys
 import time
 import traceback
 
-PR_SET_PDEATHSIG = 1
-CLONE_NEWNS = 0x00020000
-CLONE_NEWNET = 0x40000000
+from agents.libc import CLONE_NEWNET, CLONE_NEWNS, die_with_parent, load_libc, setns
+
 STOP_GRACE = 3.0        # seconds agents get to exit on SIGTERM before SIGKILL
 # The launcher's own command line carries this much blank room, which each
 # child overwrites with its agent's command, so `ps` (and anything that finds
@@ -62,37 +61,19 @@ def preload():
     import zmq  # noqa: F401
 
     import agents.__main__  # noqa: F401
-    import agents.models  # noqa: F401
+    from agents.coflow.policies import COFLOW
+    from agents.models import DATASET, MODEL
+    from agents.overlay import OVERLAY
+    from agents.sync import SYNC
+    from agents.workload import WORKLOAD
+    for registry in (SYNC, OVERLAY, COFLOW, MODEL, DATASET, WORKLOAD):
+        registry.builtin_classes()         # loaded by name later: import them now, once
     import agents.roles.coordinator  # noqa: F401
     import agents.roles.machine  # noqa: F401
     import agents.roles.probe  # noqa: F401
     import agents.roles.scheduler  # noqa: F401
     import agents.roles.server  # noqa: F401
     import agents.roles.worker  # noqa: F401
-    import agents.workload  # noqa: F401
-
-
-def load_libc():
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong,
-                           ctypes.c_ulong]
-    libc.setns.argtypes = [ctypes.c_int, ctypes.c_int]
-    return libc
-
-
-def die_with_parent(libc, sig):
-    if libc.prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG)")
-
-
-def _setns(libc, pid, kind, flag):
-    fd = os.open(f"/proc/{pid}/ns/{kind}", os.O_RDONLY)
-    try:
-        if libc.setns(fd, flag) != 0:
-            err = ctypes.get_errno()
-            raise OSError(err, f"setns into the {kind} namespace of pid {pid}: {os.strerror(err)}")
-    finally:
-        os.close(fd)
 
 
 def set_title(argv):
@@ -127,8 +108,8 @@ def run_child(libc, launcher_pid, req, ready_w):
         os.close(null)
         os.close(log)
         cwd = os.getcwd()
-        _setns(libc, req["netns_pid"], "net", CLONE_NEWNET)
-        _setns(libc, req["netns_pid"], "mnt", CLONE_NEWNS)   # one thread: allowed
+        setns(libc, req["netns_pid"], "net", CLONE_NEWNET)
+        setns(libc, req["netns_pid"], "mnt", CLONE_NEWNS)   # one thread: allowed
         try:
             os.chdir(cwd)        # a new mount namespace starts at its root
         except OSError:

@@ -9,7 +9,7 @@ second over a local ZeroMQ socket, each stamped, and the loop answers
 each as the coordinator does (a blocking receive with a timeout, then a
 reply); the peer reads each answer's round trip.  Meanwhile the loop's
 process solves the planner's dispatched family for the 9-DC WAN (four
-plans, `optimal_policy.solve`) back to back (as the early iterations of a
+plans, `planner_policy.solve`) back to back (as the early iterations of a
 run re-plan), in a thread or through the solver process.  It prints per mode the median and 99th percentile
 round trip and the messages answered a second, and the ratio of the
 thread's median to the solver process's, taken in the same run.
@@ -26,7 +26,7 @@ import time
 import zmq
 from volatile_plans import layout_of
 
-from agents.overlay import optimal_policy
+from agents.overlay.planner import policy as planner_policy
 from agents.planning import offload
 from testbed import spec as specmod
 
@@ -34,7 +34,7 @@ TOPOLOGY = "topologies/netstorm-9dc-dynamic.yaml"
 
 
 def family_problem(elements):
-    """`optimal_policy.solve`'s arguments for a dispatched family of the
+    """`planner_policy.solve`'s arguments for a dispatched family of the
     9-DC WAN at its configured rates, read four ways as the planner does."""
     layout = layout_of(specmod.load(TOPOLOGY), elements)
     speeds, delays = {}, {}
@@ -78,7 +78,7 @@ def measure(mode, problem, rate, seconds):
     port = router.bind_to_random_port("tcp://127.0.0.1")
     solver = offload.Solver()
     if mode == "process":
-        solver.call(optimal_policy.solve, *problem).result()     # started and warm, as after a first re-plan
+        solver.call(planner_policy.solve, *problem).result()     # started and warm, as after a first re-plan
     spawn = multiprocessing.get_context("spawn")
     out = spawn.Queue()
     sender = spawn.Process(target=peer, args=(f"tcp://127.0.0.1:{port}", rate, seconds, out))
@@ -87,7 +87,7 @@ def measure(mode, problem, rate, seconds):
     if mode == "thread":
         def solve_until_stopped():
             while not stop.is_set():
-                optimal_policy.solve(*problem)
+                planner_policy.solve(*problem)
         solving = threading.Thread(target=solve_until_stopped, daemon=True)
         solving.start()
     call, answered, start = None, 0, time.monotonic()
@@ -97,7 +97,7 @@ def measure(mode, problem, rate, seconds):
             router.send_multipart([ident, stamp])
             answered += 1
         if mode == "process" and (call is None or not call.is_alive()):
-            call = solver.call(optimal_policy.solve, *problem)     # as its tick: the next re-plan
+            call = solver.call(planner_policy.solve, *problem)     # as its tick: the next re-plan
     elapsed = time.monotonic() - start
     rtts = out.get()
     stop.set()

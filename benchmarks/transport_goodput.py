@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 
-from agents.config import AgentConfig, Peer, Transport, Workload
+from agents.config import AgentConfig, Peer, Transport, WorkloadSettings
 from agents.events import read_events
 from agents.overlay.layout import Layout
 from testbed import spec as specmod
@@ -47,7 +47,7 @@ wan:
 def ps_goodput(net, folder, iterations):
     server = Peer("west-s0", net.ip("west-s0"), 7000, "west")
     worker = Peer("east-w0", net.ip("east-w0"), 7000, "east")
-    workload = Workload(kind="synthetic", model=f"flat-{MODEL_BYTES // 4}", compute_time=0.0,
+    workload = WorkloadSettings(kind="synthetic", model=f"flat-{MODEL_BYTES // 4}", compute_time=0.0,
                         lr=0.0, momentum=0.0)
     layout = Layout(size=0, workers=[[worker.name, worker.dc]], servers=[[server.name, server.dc]],
                     server_dc=server.dc, dcs=["east", "west"], links=[]).to_dict()

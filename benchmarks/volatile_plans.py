@@ -32,7 +32,7 @@ and two plans that move bytes between trees as the links change
 (`dispatched_time`, the fluid time of `agents/dataplane/dispatch`):
 - `dispatched`: the `max` plan's own slices;
 - `family`: the slices of the `max`, `now`, `mean` and `equal` plans
-  together (`optimal.family_policy`; the planner's own readings of a
+  together (`planner.family_policy`; the planner's own readings of a
   volatile WAN are the highest within 60 s and within 8 s, the mean and
   its mean, `optimal_policy.readings`);
 and prints, for each, the median over start times of the plan's
@@ -49,8 +49,8 @@ import argparse
 import dataclasses
 import statistics
 
+from agents.overlay.planner import plan as planner
 from agents.config import Peer
-from agents.overlay import optimal
 from agents.planning.evaluate import link_shares
 from testbed import spec as specmod
 from testbed.bounds.model import wan_of
@@ -122,8 +122,8 @@ class Profile:
 
 
 def plan(speeds, delays, layout):
-    order = optimal.overlay_dcs(layout)
-    return optimal.compute_policy(speeds, delays, order, layout)
+    order = planner.overlay_dcs(layout)
+    return planner.compute_policy(speeds, delays, order, layout)
 
 
 def time_as_run(policy, layout, profile, start, model_bytes):
@@ -147,7 +147,7 @@ def dispatched_time(policy, layout, profile, start, model_bytes):
         if until <= start:
             continue
         lo = max(t, start)
-        rate = sum(optimal.family_rates(policy, {link: c for link, (c, _) in wan.links.items()}, layout))
+        rate = sum(planner.family_rates(policy, {link: c for link, (c, _) in wan.links.items()}, layout))
         if rate > 0 and carried + rate * (until - lo) >= model_bytes:
             return lo + (model_bytes - carried) / rate - start + fills
         carried += rate * (until - lo)
@@ -227,7 +227,7 @@ def main():
         times = {name: time_as_run(p, layout, profile, start, model_bytes) for name, p in plans.items()}
         times["hindsight"] = hindsight(profile, layout, delays, start, model_bytes, times["mean"])
         times["dispatched"] = dispatched_time(plans["max"], layout, profile, start, model_bytes)
-        family = optimal.family_policy([plans[name] for name in FAMILY])
+        family = planner.family_policy([plans[name] for name in FAMILY])
         times["family"] = dispatched_time(family, layout, profile, start, model_bytes)
         for k, v in times.items():
             rows[k].append((v / bound, v / times["hindsight"]))

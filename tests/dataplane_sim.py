@@ -6,8 +6,8 @@ import random
 
 import numpy as np
 
-from agents.overlay import netstorm as ns
-from agents.overlay.netstorm_policy import Policy
+from agents.overlay.netstorm import node as ns_node
+from agents.overlay.netstorm.policy import Policy
 
 
 class Recorder:
@@ -117,7 +117,7 @@ class CoordinatorSim:
         return None, False, 0.0
 
 
-def simulate(lay, iterations, seed, replan_chance, detour_chance, leave=False, node_class=ns.Node,
+def simulate(lay, iterations, seed, replan_chance, detour_chance, leave=False, node_class=ns_node.Node,
              policy=None):
     """Runs every node and the coordinator in memory as they run for real:
     each node starts iteration t + 1 as soon as it is done with t, so

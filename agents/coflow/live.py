@@ -212,4 +212,4 @@ class LiveScheduler:
     def sent_rate(self, key):
         """What a sender is told for a flow: its rate, or None when the
         policy does not pace."""
-        return self.rates.get(key, 0.0) if self.policy.paced else None
+        return self.rates.get(key, 0.0) if self.policy.PACED else None

@@ -22,9 +22,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from agents.coflow.model import Coflow, Fabric, Flow
+from agents.models import model_named
+from agents.models.shapes import count
 
-# fp32 parameter bytes of common models, in MB.
-ZOO_MB = {"resnet18": 45.0, "vgg16": 528.0, "alexnet": 233.0, "mobilenet": 17.0}
+# The models a search draws from by default.
+ZOO = ("resnet18", "vgg16", "alexnet", "mobilenet")
+
+
+def zoo_mb(names=ZOO):
+    """{model: its fp32 parameters in MiB}, from the models' own shapes."""
+    return {name: count(model_named(name).shapes()) * 4 / 2**20 for name in names}
 
 
 @dataclass
@@ -36,7 +43,7 @@ class SearchParams:
     growth: float = None
     workers: int = 2
     machines: int = 8
-    zoo: dict = field(default_factory=lambda: dict(ZOO_MB))
+    zoo: dict = field(default_factory=zoo_mb)
     scale: float = 0.01
     compute: tuple = (0.5, 2.0)
     task_gap: float = 0.0

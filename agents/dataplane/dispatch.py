@@ -2,7 +2,7 @@
 the model is cut into blocks (segments of the whole vector), a family of
 slices (a reduce tree and a broadcast tree to one root each) is fixed by
 the plan, and which slice carries a block is decided by a dispatcher (the
-coordinator, `agents/overlay/optimal_policy` and `dispatcher`) as the
+coordinator: the planner's `agents/overlay/planner/dispatcher`) as the
 iteration goes, announced to the contributors block by block and to the
 other nodes once every block is given out (`assign`).
 
@@ -34,6 +34,7 @@ reach it (`arrived`, a message the node that runs this executor makes).
 """
 
 
+from agents.dataplane.node import ExecutorNode
 from agents.dataplane.tree import AggregationError, Iteration, gather, hear, segments, take_own
 
 ASSIGN = "ns_assign"       # the dispatcher's announcement: it, blocks [[block, slice], ...]
@@ -52,7 +53,7 @@ class _Iteration(Iteration):
         self.own_stop, self.own_started = False, 0.0
 
 
-class DispatchNode:
+class DispatchNode(ExecutorNode):
     """One node's part under a family of slices (`Piece`s whose element
     ranges are not used: a block's range is its own).  `fold` as
     `TreeNode`'s; `arrived(it, slice, block)` -> the message that tells

@@ -1,12 +1,12 @@
 """Runs an executor node over the transport: hands its messages to the
 Endpoint, feeds it what arrives, and measures what moved.
 
-The node (a TreeNode, or a coordinated one) is a state machine with
-`start`, `on_message`, `done`, `result` and `upstream`; this loop is the
-only place where it meets sockets.  Each piece received from a peer is
-timed from its first to its last segment and logged as an `xfer` event
-(the passive goodput measurement the probes and the coordinator use): the
-clock starts when the first segment is complete, so its bytes do not count.
+The node is an ExecutorNode (agents/dataplane/node.py): a TreeNode, or a
+dynamic overlay's own; this loop is the only place where it meets
+sockets.  Each piece received from a peer is timed from its first to its
+last segment and logged as an `xfer` event (the passive goodput
+measurement the probes and the coordinator use): the clock starts when
+the first segment is complete, so its bytes do not count.
 
 A node that `traces_pieces()` also logs, at the end of each iteration,
 one `pieces` event: when it began the iteration, and for every piece and
@@ -20,6 +20,7 @@ trees.
 
 import time
 
+from agents.dataplane.node import overrides
 from agents.transport import XFER_LOG_MIN_BYTES, RecvTimeout
 
 
@@ -45,34 +46,25 @@ class DataPlane:
         self.segments_of = segments_of
         self.side = dict(side or {})
         self.transfers = {}
-        # What the node may ask of the transport, looked up once (send is the hot path):
-        # rates per connection by plan (and how far above them the kernel caps
-        # it), the next hop by backlog, a share of a connection per tree.
-        self.take_rates = getattr(node, "take_rates", None)
-        self.kernel_pace = getattr(node, "kernel_pace", 0.0)
-        self.route = getattr(node, "route", None)
-        self.flow_of = getattr(node, "flow_of", None)
-        # Copies that only help on an idle connection go at a lower priority, and
-        # the transport drops those queued that something else has overtaken.
-        self.priority_of = getattr(node, "priority_of", None)
-        endpoint.obsolete = getattr(node, "obsolete", None)
-        endpoint.low_gate = getattr(node, "low_gate", None)
-        traces = getattr(node, "traces_pieces", None)
-        self.traced = {} if traces is not None and traces() else None   # it -> {(piece, kind, sender): row}
+        # The hooks the node brings, looked up once (send is the hot path): rates per
+        # connection, the next hop by backlog, a share of a connection per flow.
+        self.take_rates = node.take_rates if overrides(node, "take_rates") else None
+        self.route = node.route if overrides(node, "route") else None
+        self.flow_of = node.flow_of if overrides(node, "flow_of") else None
+        self.traced = {} if node.traces_pieces() else None   # it -> {(piece, kind, sender): row}
 
     def send(self, messages):
         if self.take_rates is not None:         # rates first, then what they pace
             rates = self.take_rates()
             for peer, bits_per_s in rates.items():
-                self.ep.set_rate(peer, bits_per_s or None, kernel=self.kernel_pace)
+                self.ep.set_rate(peer, bits_per_s or None)
             if rates:
                 self.log("pace", rates=rates)
         for dst, header, payload in messages:
             if self.route is not None:
                 dst, header = self.route(dst, header, self.ep.queue_length)
             flow, weight = self.flow_of(header) if self.flow_of is not None else (None, 1.0)
-            priority = self.priority_of(header) if self.priority_of is not None else 0
-            self.ep.send(dst, header, payload, flow=flow, weight=weight, priority=priority)
+            self.ep.send(dst, header, payload, flow=flow, weight=weight)
 
     def iteration(self, it, contribution=None, stop=False):
         """Play this node's part in iteration `it`.  Returns (new model or

@@ -1,66 +1,100 @@
-"""Builds an agent's executor node and its data plane from its config: the
-overlay says whether the plan is fixed (every agent computes the same one
-from the layout the runner wrote) or made on the fly with the coordinator."""
+"""The contract of an executor node: one agent's part in every iteration,
+as a state machine that takes messages and returns messages to send.  The
+data plane's loop (`driver.DataPlane`) is the only place where a node
+meets sockets, so a test can deliver its messages in any order.
 
-import dataclasses
+`TreeNode` (agents/dataplane/tree.py) carries out a fixed Plan; dynamic
+overlays bring nodes of their own.  The first six hooks are required;
+the rest have defaults that do nothing, and the data plane looks up once
+which ones a node overrides, so a hook left alone costs nothing per
+message.
+"""
 
-from agents.dataplane.driver import DataPlane
-from agents.dataplane.tree import TreeNode, segments
-from agents.overlay import OVERLAYS
-from agents.overlay.layout import Layout
-from agents.transport import Endpoint
-
-
-def segment_elements(cfg):
-    return max(1, cfg.transport.chunk_bytes // 4)
+import abc
 
 
-def layout_of(cfg, size):
-    return dataclasses.replace(Layout.from_dict(cfg.layout), size=int(size))
+class ExecutorNode(abc.ABC):
+    # Wants a transport whose per-peer queues are visible (`route` reads them).
+    QUEUED = False
 
+    # ------------------------------------------------------------ required
 
-def build_node(cfg, initial, log):
-    """The executor for this agent, or None where the overlay gives it
-    nothing to do (a server outside the plan); `initial` is the flat
-    initial model."""
-    overlay = OVERLAYS[cfg.overlay]
-    layout = layout_of(cfg, initial.size)
-    if overlay.DYNAMIC:
-        if not overlay.takes_part(cfg.name, layout):
-            return None
-        rule = sync_rule(cfg, initial)
-        return overlay.Node(cfg.name, layout, segment_elements(cfg), rule.fold,
-                            coordinator=cfg.coordinator.name)
-    plan = overlay.plan(layout)
-    if cfg.name not in plan.nodes:
+    @abc.abstractmethod
+    def start(self, it, contribution=None, stop=False, started=0.0):
+        """Begin iteration `it` with this node's contribution (the flat
+        vector, for a contributor), its wish to stop and the monotonic time
+        it began: [(peer, header, payload)] to send."""
+
+    @abc.abstractmethod
+    def on_message(self, sender, header, payload):
+        """A message from `sender`: [(peer, header, payload)] to send."""
+
+    @abc.abstractmethod
+    def done(self, it):
+        """True once this node has played its whole part in iteration `it`."""
+
+    @abc.abstractmethod
+    def result(self, it):
+        """(new model or None, stop, latest contributor's start) of a
+        finished iteration; forgets it."""
+
+    @abc.abstractmethod
+    def upstream(self):
+        """The agents whose silence would stall this node (watched for death)."""
+
+    @abc.abstractmethod
+    def roots(self):
+        """Indices of the pieces this node folds in (for the records)."""
+
+    # ------------------------------------------------------------ optional
+
+    def piece_ranges(self):
+        """[(start, stop)] of the pieces, for timing whole transfers; [] when
+        they change between iterations (then `segments_of` says)."""
+        return []
+
+    def segments_of(self, piece):
+        """Segments in one transfer of `piece`; None to count them from
+        `piece_ranges`."""
         return None
-    if cfg.name in [p.root for p in plan.pieces]:
-        log("plan", overlay=overlay.NAME, plan=plan.to_dict())
-    rule = sync_rule(cfg, initial)
-    return TreeNode(cfg.name, plan, segment_elements(cfg), rule.fold)
+
+    def take_rates(self):
+        """{peer: bit/s (0: unpaced)} to pace connections to, set since the
+        last call; called before every send."""
+        return {}
+
+    def route(self, dst, header, queue_length):
+        """(next hop, header) of a message to `dst`; `queue_length(peer)`
+        is the transport's backlog towards a peer (QUEUED nodes)."""
+        return dst, header
+
+    def flow_of(self, header):
+        """(flow, weight): messages of different flows share a queued
+        connection in proportion to their weights; None keeps their order."""
+        return None, 1.0
+
+    def traces_pieces(self):
+        """True to log, per iteration, when each piece's segments arrived."""
+        return False
+
+    def trace_fields(self, it):
+        """What a trace of iteration `it` adds (a plan's version)."""
+        return {}
+
+    def farewell(self):
+        """Messages that tell others this node is done, for overlays whose
+        messages may detour through other nodes."""
+        return []
+
+    def lingering(self):
+        """The agents this node waits to hear `farewell` from before leaving."""
+        return []
+
+    def counts(self):
+        """Numbers the node adds to its `done` event."""
+        return {}
 
 
-def sync_rule(cfg, initial):
-    """The sync scheme's root side, with the experiment's options."""
-    from agents.sync import SCHEMES, settings  # here: the schemes build endpoints with this module
-    scheme = SCHEMES[cfg.sync]
-    return scheme.Rule(initial, cfg.workload, settings(scheme, cfg.sync_options))
-
-
-def endpoint(cfg, log, queued=False):
-    """This agent's Endpoint to every server, worker and the coordinator."""
-    peers = {p.name: (p.host, p.port) for p in cfg.servers + cfg.workers if p.name != cfg.name}
-    if cfg.coordinator is not None:
-        peers[cfg.coordinator.name] = (cfg.coordinator.host, cfg.coordinator.port)
-    return Endpoint(cfg.name, cfg.host, cfg.port, peers, cfg.transport.chunk_bytes,
-                    cfg.transport.heartbeat_interval, cfg.transport.dead_after,
-                    cfg.transport.io_threads, log, queued=queued)
-
-
-def data_plane(cfg, node, log, side=None):
-    ep = endpoint(cfg, log, queued=getattr(node, "QUEUED", False))
-    per_piece = {i: len(segments(a, b, segment_elements(cfg)))
-                 for i, (a, b) in enumerate(node.piece_ranges())}
-    # A node whose pieces change between iterations says itself.
-    return DataPlane(ep, node, log, segments_of=getattr(node, "segments_of", per_piece.get),
-                     side=side)
+def overrides(node, hook):
+    """Whether `node` brings its own `hook` rather than ExecutorNode's default."""
+    return getattr(type(node), hook) is not getattr(ExecutorNode, hook)

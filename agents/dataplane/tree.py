@@ -30,6 +30,8 @@ tells from it how long it waited for the slowest one.
 
 import numpy as np
 
+from agents.dataplane.node import ExecutorNode
+
 
 class AggregationError(RuntimeError):
     """A segment was counted with more or fewer contributions than it should."""
@@ -141,7 +143,7 @@ class Iteration:
         return np.ascontiguousarray(values, dtype=np.float32)
 
 
-class TreeNode:
+class TreeNode(ExecutorNode):
     """One node's part of a Plan.  `fold(start, stop, total, count)` is the
     sync rule's root side (new values for that element range), needed only
     where this node is a root."""

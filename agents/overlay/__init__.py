@@ -1,8 +1,15 @@
-"""Overlay schemes: where each piece of the model goes.  Each module has
-NAME, DESCRIPTION, OPTIONS (its parameters with defaults) and DYNAMIC; a
-static one returns a Plan from `plan(layout)`, a dynamic one provides the
-executor `Node` and the coordinator's `Policy`."""
+"""Overlays: where each piece of the model goes.  The contract is
+`base.StaticOverlay` or `base.DynamicOverlay`; one module or package per
+built-in overlay, registered below by `module:Class` exactly as a user's
+plug-in is named."""
 
-from agents.overlay import mlnet, netstorm, optimal, ps, tsengine
+from agents.overlay.base import Overlay
+from agents.plugins import Registry
 
-OVERLAYS = {m.NAME: m for m in (ps, mlnet, tsengine, netstorm, optimal)}
+OVERLAY = Registry("overlay", Overlay, {
+    "ps": "agents.overlay.ps:PS",
+    "mlnet": "agents.overlay.mlnet:MLNET",
+    "tsengine": "agents.overlay.tsengine:TSEngine",
+    "netstorm": "agents.overlay.netstorm:NetStorm",
+    "planner": "agents.overlay.planner:Planner",
+}, aliases={"optimal": ("planner", "overlay 'optimal' is deprecated: it is now called 'planner'")})

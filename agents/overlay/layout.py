@@ -18,7 +18,6 @@ class Layout:
     links: list                    # [[a, b, rate a->b, rate b->a, delay a->b, delay b->a]]
     options: dict = field(default_factory=dict)   # the overlay's parameters
     routes: dict = field(default_factory=dict)    # {"a>b": [a, ..., b]}: the routers' paths
-    probe_share: float = 0.0       # of each link direction, what the probes' trains may take
 
     @classmethod
     def from_dict(cls, d):

@@ -23,12 +23,8 @@ the WAN; the nearest-first rule above is this testbed's choice.
 """
 
 from agents.dataplane.plan import Piece, Plan, even_cuts
-
-NAME = "mlnet"
-DESCRIPTION = "MLNET: a static balanced k-ary tree over the DCs, aggregating on the way up"
-DYNAMIC = False
-RANGES = {"k": (1, 64)}
-OPTIONS = {"k": 2}
+from agents.overlay.base import StaticOverlay
+from agents.plugins import Option
 
 
 def aggregators(layout):
@@ -62,20 +58,25 @@ def dc_tree(layout, k):
     return parent
 
 
-def plan(layout):
-    k = int(layout.option("k", OPTIONS["k"]))
-    agg = aggregators(layout)
-    up = dc_tree(layout, k)
-    workers = layout.worker_names
-    pieces = []
-    for (a, b), root in zip(even_cuts(layout.size, len(layout.roots())), layout.roots()):
-        head = dict(agg, **{layout.server_dc: root})
-        parent = {head[dc]: head[p] for dc, p in up.items()}
-        for name, dc in layout.workers + layout.servers:
-            if name != head.get(dc) and (name in workers):
-                parent[name] = head[dc]
-        children = {}
-        for node, p in parent.items():
-            children.setdefault(p, []).append(node)
-        pieces.append(Piece(a, b, root, parent, {n: sorted(c) for n, c in children.items()}))
-    return Plan(layout.size, tuple(workers), tuple(pieces)).validate()
+class MLNET(StaticOverlay):
+    NAME = "mlnet"
+    DESCRIPTION = "MLNET: a static balanced k-ary tree over the DCs, aggregating on the way up"
+    OPTIONS = (Option("k", 2, "children per node of the tree of DCs", low=1, high=64),)
+
+    def plan(self, layout):
+        k = self.options["k"]
+        agg = aggregators(layout)
+        up = dc_tree(layout, k)
+        workers = layout.worker_names
+        pieces = []
+        for (a, b), root in zip(even_cuts(layout.size, len(layout.roots())), layout.roots()):
+            head = dict(agg, **{layout.server_dc: root})
+            parent = {head[dc]: head[p] for dc, p in up.items()}
+            for name, dc in layout.workers + layout.servers:
+                if name != head.get(dc) and (name in workers):
+                    parent[name] = head[dc]
+            children = {}
+            for node, p in parent.items():
+                children.setdefault(p, []).append(node)
+            pieces.append(Piece(a, b, root, parent, {n: sorted(c) for n, c in children.items()}))
+        return Plan(layout.size, tuple(workers), tuple(pieces)).validate()

@@ -47,14 +47,34 @@ import time
 
 import numpy as np
 
+from agents.coordination import CoordinatorService
+from agents.dataplane.node import ExecutorNode
 from agents.dataplane.plan import even_cuts
 from agents.dataplane.tree import AggregationError, segments
+from agents.overlay.base import DynamicOverlay
+from agents.plugins import Option
 
-NAME = "tsengine"
-DESCRIPTION = "TSEngine: a coordinator schedules each transfer from measured throughput"
-DYNAMIC = True
-OPTIONS = {"pieces": 1, "max_greed": 0.9, "forget_rounds": 5}
-RANGES = {"pieces": (1, 64), "max_greed": (0.0, 1.0), "forget_rounds": (1, 10**6)}
+
+class TSEngine(DynamicOverlay):
+    NAME = "tsengine"
+    DESCRIPTION = "TSEngine: a coordinator schedules each transfer from measured throughput"
+    OPTIONS = (
+        Option("pieces", 1, "the model is cut into this many pieces, scheduled apart",
+               low=1, high=64),
+        Option("max_greed", 0.9, "the most often the best known receiver is chosen",
+               low=0.0, high=1.0),
+        Option("forget_rounds", 5, "throughputs older than this many rounds are dropped",
+               low=1, high=10**6),
+    )
+
+    def takes_part(self, name, layout):
+        return name in layout.worker_names or name in layout.roots()
+
+    def node(self, name, layout, segment, fold, coordinator):
+        return Node(name, layout, segment, fold, coordinator, pieces=self.options["pieces"])
+
+    def policy(self, layout, seed=0):
+        return Policy(layout, seed, self.options)
 
 
 def root_of(layout, piece):
@@ -63,14 +83,9 @@ def root_of(layout, piece):
     return roots[piece % len(roots)]
 
 
-def pieces_of(layout):
-    """[(start, stop, root)]: even cuts of the model."""
-    cuts = even_cuts(layout.size, int(layout.option("pieces", OPTIONS["pieces"])))
-    return [(a, b, root_of(layout, i)) for i, (a, b) in enumerate(cuts)]
-
-
-def takes_part(name, layout):
-    return name in layout.worker_names or name in layout.roots()
+def pieces_of(layout, pieces):
+    """[(start, stop, root)]: `pieces` even cuts of the model."""
+    return [(a, b, root_of(layout, i)) for i, (a, b) in enumerate(even_cuts(layout.size, pieces))]
 
 
 # ------------------------------------------------------------ coordinator
@@ -106,15 +121,15 @@ def choose_receiver(s, candidates, a, max_greed, rng):
     return rng.choice(unknown or sorted(candidates)), "explore"
 
 
-class Policy:
+class Policy(CoordinatorService):
     """The coordinator's side: answers ts_ready and ts_ask, returns the
     replies to send and the decisions to record."""
 
-    def __init__(self, layout, seed=0):
+    def __init__(self, layout, seed, options):
         self.workers = list(layout.worker_names)
         self.layout = layout
-        self.max_greed = float(layout.option("max_greed", OPTIONS["max_greed"]))
-        self.a = Throughputs(int(layout.option("forget_rounds", OPTIONS["forget_rounds"])))
+        self.max_greed = float(options["max_greed"])
+        self.a = Throughputs(int(options["forget_rounds"]))
         self.rng = random.Random(seed)
         self.assigned = {}         # (it, piece) -> workers given the new values
         self.queues = {}           # (it, piece) -> nodes holding an unsent partial sum
@@ -194,10 +209,10 @@ class _Piece:
         self.sending_to = None     # (receiver, bytes, time sent)
 
 
-class Node:
+class Node(ExecutorNode):
     """One agent's side of TSEngine, with the tree executor's interface."""
 
-    def __init__(self, name, layout, segment, fold, coordinator, clock=time.monotonic):
+    def __init__(self, name, layout, segment, fold, coordinator, pieces=1, clock=time.monotonic):
         self.name = name
         self.coordinator = coordinator
         self.fold = fold
@@ -205,7 +220,7 @@ class Node:
         self.size = layout.size
         self.contributor = name in layout.worker_names
         self.n = len(layout.worker_names)
-        self.pieces = pieces_of(layout)
+        self.pieces = pieces_of(layout, pieces)
         self.segs = [segments(a, b, segment) for a, b, _ in self.pieces]
         self.iterations = {}
 

@@ -1,16 +1,13 @@
 """Run a pure function in a child process, one call at a time.
 
-A re-plan of the 9-DC WAN takes about 1 s of CPU per plan (four for a
-dispatched family).  In a thread of the coordinator it holds the GIL
-most of that time, and the coordinator's loop, which hands out a
-dispatched iteration's blocks as the workers report them (some 900
-messages a second), gets the interpreter back only at the switch
-interval (5 ms) after each wait on its socket.  Measured with
-`benchmarks/replan_offload.py` (families solved back to back, 900
-messages a second): answered from a thread's process a message waits a
-median of 2.4 ms, 13.7 ms at the 90th percentile and 56 ms at the 99th;
-with the solve in a child process, which has its own interpreter, 0.09,
-0.20 and 1.1 ms, as with no solve at all.
+A re-plan of a large WAN takes on the order of a second of CPU.  In a
+thread of the coordinator it holds the GIL most of that time, and the
+coordinator's loop, which hands out a dispatched iteration's blocks as
+the workers report them (hundreds of messages a second), gets the
+interpreter back only at the switch interval after each wait on its
+socket; a child process has its own interpreter.
+`benchmarks/replan_offload.py` measures how long a message waits either
+way.
 
 The child is `python -m agents.planning.offload`, started on the first
 call and kept for the next ones.  Calls and results are pickles framed by
@@ -27,6 +24,8 @@ import signal
 import struct
 import subprocess
 import sys
+
+from agents.libc import die_with_parent, load_libc
 
 HEADER = struct.Struct("!Q")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -126,7 +125,6 @@ def serve(stdin, stdout):
 
 
 if __name__ == "__main__":
-    from agents.launcher import die_with_parent, load_libc
     die_with_parent(load_libc(), signal.SIGKILL)
     if os.getppid() == 1:
         sys.exit(0)                 # the parent is gone already

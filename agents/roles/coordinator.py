@@ -7,11 +7,10 @@ over the emulated network like everything else."""
 import os
 import time
 
-from agents.overlay import OVERLAYS
 from agents.overlay.layout import Layout
 from agents.probe.matrix import MatrixSubscriber
 from agents.probe.passive import PassiveReader
-from agents.sync import SCHEMES, settings
+from agents.roles.compose import overlay_of, sync_scheme
 from agents.transport import Endpoint, RecvTimeout
 
 VIEW_EVERY = 5.0      # seconds between two records of the network's view
@@ -57,15 +56,14 @@ class NetworkView:
 
 
 def run(cfg, log):
-    overlay = OVERLAYS[cfg.overlay]
+    overlay = overlay_of(cfg)
     layout = Layout.from_dict(cfg.layout)
-    policy = overlay.Policy(layout, seed=cfg.workload.seed) if overlay.DYNAMIC else None
-    scheme = SCHEMES[cfg.sync]
+    policy = overlay.policy(layout, seed=cfg.workload.seed) if overlay.DYNAMIC else None
+    scheme = sync_scheme(cfg)
     # A sync scheme's own service (ESync's state server) takes its message types.
-    service = (scheme.StateService([w.name for w in cfg.workers], settings(scheme, cfg.sync_options))
-               if hasattr(scheme, "StateService") else None)
+    service = scheme.service([w.name for w in cfg.workers])
     agents = cfg.servers + cfg.workers
-    view = NetworkView(cfg.probes, cfg.coordination.get("probe_pub_port", 0),
+    view = NetworkView(cfg.probes, cfg.view.probe_pub_port if cfg.view else 0,
                        os.path.dirname(cfg.events), agents)
     ep = Endpoint(cfg.name, cfg.host, cfg.port, {a.name: (a.host, a.port) for a in agents},
                   cfg.transport.chunk_bytes, cfg.transport.heartbeat_interval,
@@ -74,10 +72,6 @@ def run(cfg, log):
         sync=scheme.NAME, serves_sync=service is not None)
     last_view = last_update = -VIEW_EVERY
     changed = False
-    # A policy that plans from measurements takes the view and re-plans on its own clock.
-    take_estimates = getattr(policy, "take_estimates", None)
-    take_probes = getattr(policy, "take_probes", None)
-    tick = getattr(policy, "tick", None)
     try:
         while True:
             try:
@@ -100,17 +94,18 @@ def run(cfg, log):
             if now - last_update >= UPDATE_EVERY:
                 changed = view.update() or changed
                 last_update = now
-                if take_estimates is not None:
-                    take_estimates(view.estimates)
-                if take_probes is not None:
-                    take_probes(view.probes)
-            if tick is not None:
-                for d in tick():
-                    log("decision", **d)
+                if policy is not None:
+                    policy.take_estimates(view.estimates)
+                    policy.take_probes(view.probes)
+            for d in policy.tick() if policy is not None else ():
+                log("decision", **d)
             if changed and now - last_view >= VIEW_EVERY:
                 log("view", estimates=dict(view.estimates), transfers=dict(view.transfers))
                 last_view, changed = now, False
     finally:
-        getattr(policy, "close", lambda: None)()     # a policy's solver process, if it has one
+        if policy is not None:
+            policy.close()              # a policy's solver process, if it has one
+        if service is not None:
+            service.close()
         view.close()
         ep.close(drain=False)      # stopped by the runner: nothing left to deliver

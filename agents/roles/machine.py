@@ -30,8 +30,8 @@ import time
 
 import numpy as np
 
-from agents.dataplane.node import endpoint
-from agents.pacing import TokenBucket
+from agents.roles.compose import endpoint
+from agents.transport.pacing import TokenBucket
 from agents.transport import PACE_CATCH_UP, RecvTimeout
 
 QUEUED_CHUNKS = 2
@@ -105,7 +105,7 @@ class _Incoming:
 def run(cfg, log):
     ep = endpoint(cfg, log, queued=True)
     scheduler = cfg.coordinator.name
-    chunk_bytes = int(cfg.coordination["chunk_bytes"])
+    chunk_bytes = int(cfg.transport.chunk_bytes)
     zeros = np.zeros(chunk_bytes, np.uint8)
     outgoing = {}        # flow -> _Outgoing
     incoming = {}        # flow -> _Incoming

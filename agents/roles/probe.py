@@ -137,8 +137,8 @@ def run(cfg, log):
     peers = {x.dc: x for x in cfg.probes if x.dc != me}
     pairs = [schedule.Pair(q["src"], q["dst"], tuple(tuple(link) for link in q["links"]),
                            q["delay"], q["rate"], q.get("queue"))
-             for q in p["pairs"]]
-    table = schedule.table(pairs, p["period"], p["train_time"])
+             for q in p.pairs]
+    table = schedule.table(pairs, p.period, p.train_time)
     period = table.period
     mine = [q for q in pairs if q.src == me]
     incoming = {q.src: q for q in pairs if q.dst == me}
@@ -156,16 +156,16 @@ def run(cfg, log):
     ctx = zmq.Context()
     pub = ctx.socket(zmq.PUB)
     pub.setsockopt(zmq.LINGER, 0)
-    pub.bind(f"tcp://{cfg.host}:{p['pub_port']}")
-    sub = matrix.MatrixSubscriber([(x.host, p["pub_port"]) for x in peers.values()], ctx)
-    passive = PassiveReader(p["passive_events"], p["agent_dcs"])
+    pub.bind(f"tcp://{cfg.host}:{p.pub_port}")
+    sub = matrix.MatrixSubscriber([(x.host, p.pub_port) for x in peers.values()], ctx)
+    passive = PassiveReader(p.passive_events, p.agent_dcs)
     trains = Trains()
     # The links whose counters read a pair: those a pair's route is alone.
-    carried = CarriedRates({src: intf for src, intf in p.get("link_intfs", {}).items()
+    carried = CarriedRates({src: intf for src, intf in p.link_intfs.items()
                             if src in incoming and incoming[src].links == ((src, me),)})
     log("start", role="probe", dc=me, pairs=len(pairs), period=period,
-        configured_period=p["period"], slots=table.slots, budget=p["budget"],
-        steady_budget=p["steady_budget"])
+        configured_period=p.period, slots=table.slots, budget=p.budget,
+        steady_budget=p.steady_budget)
 
     sent_bytes = {dst: 0 for dst in peers}
     train_id = 0
@@ -173,8 +173,8 @@ def run(cfg, log):
     # Every probe counts periods from the run's one epoch (CLOCK_MONOTONIC is
     # the same in every network namespace); one started late joins at the
     # next period.
-    next_round = schedule.next_round(p["epoch"], period, started)
-    rounds = round((next_round - p["epoch"]) / period)
+    next_round = schedule.next_round(p.epoch, period, started)
+    rounds = round((next_round - p.epoch) / period)
     due = []                             # [(time, pair)] trains of this round
     next_passive = started
 
@@ -188,7 +188,7 @@ def run(cfg, log):
     def plan(q, est):
         """(packets, every) of pair q's trains, from the estimate of q its receiver published."""
         return schedule.train_plan(q, pairs, est and est["bw"], period,
-                                   schedule.budget_for(est, p["budget"], p["steady_budget"]), p["train_time"])
+                                   schedule.budget_for(est, p.budget, p.steady_budget), p.train_time)
 
     def publish(src, now):
         est = estimators[src].estimate(now)

@@ -20,23 +20,23 @@ from agents.coflow.live import LiveScheduler, flow_id, flow_key
 from agents.coflow.model import Fabric
 from agents.coflow.policies import make_policy
 from agents.coflow.search import SearchParams, SearchWorkload
-from agents.dataplane.node import endpoint
+from agents.roles.compose import endpoint
 from agents.transport import RecvTimeout
 
 MAX_WAIT = 0.2
 
 
 def run(cfg, log):
-    settings = cfg.coordination
-    params = SearchParams(**{**settings["search"], "compute": tuple(settings["search"]["compute"])})
+    settings = cfg.search
+    params = SearchParams(**{**settings.search, "compute": tuple(settings.search["compute"])})
     workload = SearchWorkload(params)
     machines = [w.name for w in cfg.workers]
-    capacity = [settings["capacity"]] * len(machines)
-    policy = make_policy(settings["policy"], **settings.get("policy_options", {}))
+    capacity = [settings.capacity] * len(machines)
+    policy = make_policy(settings.policy, **settings.policy_options)
     sched = LiveScheduler(policy, Fabric(len(machines), ingress=capacity, egress=capacity),
                           chunk_bytes=cfg.transport.chunk_bytes)
     ep = endpoint(cfg, log)
-    log("start", role="scheduler", dc=cfg.dc, policy=policy.name, paced=policy.paced,
+    log("start", role="scheduler", dc=cfg.dc, policy=policy.NAME, paced=policy.PACED,
         machines=machines, stages=[[s.task, s.name, len(s.jobs), s.iterations]
                                    for s in workload.stages])
     seq = itertools.count()
@@ -91,7 +91,7 @@ def run(cfg, log):
             f = coflow.flows[i]
             log("flow", id=m.header["flow"], bytes=m.header["bytes"], first=m.header["first"],
                 last=m.header["last"], goodput=m.header["rate"], rates=history.pop((cid, i)),
-                paced=policy.paced,
+                paced=policy.PACED,
                 gated=f.src == coflow.flows[0].dst, src=machines[f.src], dst=machines[f.dst])
             _tell(ep, sched, machines, changed, history)
             if done is None:
@@ -121,7 +121,7 @@ def _tell(ep, sched, machines, changed, history, exclude=None):
         if cid == exclude or (cid, i) not in sched.remaining:
             continue
         history.setdefault((cid, i), []).append(rate)
-        if sched.policy.paced:
+        if sched.policy.PACED:
             src = machines[sched.active[cid].flows[i].src]
             by_source.setdefault(src, []).append([flow_id(cid, i), rate])
     for src, rates in by_source.items():

@@ -1,34 +1,55 @@
-"""Server: runs its sync scheme's server side.  By default that is an
-overlay node without a contribution of its own: where the plan makes it a
-piece's root it folds the sum in with the scheme's rule; elsewhere it
-aggregates and relays for the nodes below it.  A scheme that does not
-aggregate in trees (FedAsync) brings its own `serve`."""
+"""Server: runs its sync scheme's server side (`SyncScheme.serve`).  By
+default that is an overlay node without a contribution of its own: where
+the plan makes it a piece's root it folds the sum in with the scheme's
+rule; elsewhere it aggregates and relays for the nodes below it."""
 
 import time
 
-from agents.dataplane.node import build_node, data_plane
-from agents.sync import SCHEMES, settings
+from agents.roles.compose import build_node, data_plane, endpoint, layout_of, sync_scheme
 from agents.transport import PeerDead
-from agents.workload import parameters_for
+from agents.workload import FlatModel, parameters_for
+
+
+class ServerContext:
+    """What a scheme's server side is given: its config and log, the
+    initial model as one flat vector, a transport endpoint and the layout,
+    and the data plane's own loop (`aggregate`)."""
+
+    def __init__(self, cfg, log, scheme):
+        self.cfg = cfg
+        self.log = log
+        self.scheme = scheme
+        self.options = scheme.options
+        self.params = parameters_for(cfg.workload)
+        self.model = FlatModel.of(self.params, cfg.workload)
+        self.initial = self.model.values
+
+    def endpoint(self):
+        return endpoint(self.cfg, self.log)
+
+    def layout(self):
+        return layout_of(self.cfg, self.initial.size)
+
+    def aggregate(self):
+        return aggregate(self)
 
 
 def run(cfg, log):
-    scheme = SCHEMES[cfg.sync]
-    serve = getattr(scheme, "serve", None)
-    if serve is not None:
-        return serve(cfg, log, settings(scheme, cfg.sync_options))
-    return aggregate(cfg, log)
+    scheme = sync_scheme(cfg)
+    return scheme.serve(ServerContext(cfg, log, scheme))
 
 
-def aggregate(cfg, log):
-    params = parameters_for(cfg.workload)
-    node = build_node(cfg, params.pack(list(params.shapes), params.initial), log)
+def aggregate(ctx):
+    """The data plane's server loop: play this server's part in every
+    iteration until the workers stop."""
+    cfg, log = ctx.cfg, ctx.log
+    node = build_node(cfg, ctx.scheme, ctx.model, log)
     if node is None:
         log("done", iterations=0, reason=f"{cfg.overlay} gives this server no part")
         return
     plane = data_plane(cfg, node, log)
     log("start", role="server", rank=cfg.rank, dc=cfg.dc, roots=node.roots(), sync=cfg.sync,
-        bytes=sum(params.sizes().values()))
+        bytes=sum(ctx.params.sizes().values()))
     it = 0
     finished = False
     try:
@@ -43,8 +64,8 @@ def aggregate(cfg, log):
                 break
         linger(plane, node, log)
         log("done", iterations=it, bytes_in=sum(plane.ep.bytes_received.values()),
-            bytes_out=sum(plane.ep.bytes_sent.values()), dropped=plane.ep.dropped,
-            **getattr(node, "counters", {}))
+            bytes_out=sum(plane.ep.bytes_sent.values()),
+            **node.counts())
         finished = True
     finally:
         # Only a normal end waits for its last data to leave.
@@ -55,7 +76,7 @@ def linger(plane, node, log):
     """Stay, relaying, until every server the node waits for is done too
     (an overlay whose messages may detour through this server); a server
     that died meanwhile sends no more."""
-    farewell = node.farewell() if hasattr(node, "farewell") else []
+    farewell = node.farewell()
     if not farewell:
         return
     t0 = time.monotonic()

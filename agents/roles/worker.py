@@ -7,10 +7,8 @@ import hashlib
 import os
 import time
 
-from agents import models
-from agents.dataplane.node import build_node, data_plane, endpoint
-from agents.sync import SCHEMES, settings
-from agents.workload import Trainer, parameters_for
+from agents.roles.compose import build_node, data_plane, endpoint, layout_of, sync_scheme
+from agents.workload import FlatModel, workload_of
 
 
 class SpeedFile:
@@ -38,12 +36,14 @@ class WorkerContext:
     def __init__(self, cfg, log):
         self.cfg = cfg
         self.log = log
-        self.scheme = SCHEMES[cfg.sync]
-        self.options = settings(self.scheme, cfg.sync_options)
-        self.params = parameters_for(cfg.workload)
+        self.scheme = sync_scheme(cfg)
+        self.options = self.scheme.options
+        workload = workload_of(cfg.workload)
+        self.params = workload.parameters()
         self.keys = list(self.params.shapes)
-        self.initial = self.params.pack(self.keys, self.params.initial)
-        self.trainer = Trainer(cfg.workload, cfg.rank, len(cfg.workers), cfg.speed, self.params)
+        self.model = FlatModel.of(self.params, cfg.workload)
+        self.initial = self.model.values
+        self.trainer = workload.trainer(cfg.rank, len(cfg.workers), cfg.speed, self.params)
         self.speed = SpeedFile(cfg.speed_file)
         self.max_rounds = cfg.max_iterations
         self.want_stop = False        # the target accuracy is reached: ask everyone to stop
@@ -71,19 +71,13 @@ class WorkerContext:
     def data_share(self):
         """This worker's share of all training samples (FedAvg's weight);
         equal shares for a synthetic workload."""
-        n = len(self.cfg.workers)
-        if self.cfg.workload.kind == "synthetic":
-            return 1.0 / n
-        y = self.trainer.y_all
-        sizes = [len(models.shard(y, n, r, self.cfg.workload.partition, self.cfg.workload.seed))
-                 for r in range(n)]
-        return sizes[self.cfg.rank] / sum(sizes)
+        return self.trainer.data_share()
 
     # ------------------------------------------------------------ talking
 
     def data_plane(self, side=None):
         """The overlay's data plane (an all-reduce of one vector per round)."""
-        node = build_node(self.cfg, self.initial, self.log)
+        node = build_node(self.cfg, self.scheme, self.model, self.log)
         self.plane = data_plane(self.cfg, node, self.log, side=side)
         self.ep = self.plane.ep
         return self.plane
@@ -92,6 +86,10 @@ class WorkerContext:
         """A bare Endpoint, for a scheme that talks to the roots directly."""
         self.ep = endpoint(self.cfg, self.log)
         return self.ep
+
+    def layout(self):
+        """Who runs where and the WAN, for a scheme that plans its own talk."""
+        return layout_of(self.cfg, self.initial.size)
 
     def close(self, drain):
         if self.ep is not None:
@@ -139,8 +137,8 @@ class WorkerContext:
         result = self.trainer.evaluate()
         if result is None:
             return
-        self.log("eval", it=rounds, accuracy=result[0], loss=result[1])
-        if cfg.target_accuracy and result[0] >= cfg.target_accuracy:
+        self.log("eval", it=rounds, **result)
+        if cfg.target_accuracy and result["accuracy"] >= cfg.target_accuracy:
             self.want_stop = True
 
     def finish(self, rounds, model, **extra):

@@ -32,18 +32,11 @@ coordinator is in another DC), on, off.
 
 import time
 
+from agents.coordination import CoordinatorService
+from agents.plugins import Option
+from agents.sync.base import SyncScheme
 from agents.sync.local_sgd import LocalSGD
 from agents.sync.rules import AverageDelta
-
-NAME = "esync"
-DESCRIPTION = "ESync: a state server sets each worker's local steps so that all arrive together"
-OVERLAYS = ("ps", "mlnet", "tsengine", "netstorm", "optimal")
-OPTIONS = {"epsilon": 0.5, "global_lr": 1.0, "nonblocking": "auto"}
-RANGES = {"epsilon": (0.0, 3600.0), "global_lr": (0.0, 100.0), "nonblocking": ("auto", "on", "off")}
-
-
-def Rule(initial, workload, options):
-    return AverageDelta(initial, options["global_lr"])
 
 
 class _Record:
@@ -87,7 +80,7 @@ class StateServer:
         self.records[r].te = te
 
 
-class StateService:
+class StateService(CoordinatorService):
     """The state server behind the coordinator's message loop."""
 
     TYPES = ("esync_query", "esync_reset")
@@ -129,35 +122,53 @@ class _Answers:
             self.ready |= h["ready"]
 
 
-def work(ctx):
-    cfg, o = ctx.cfg, ctx.options
-    coordinator = cfg.coordinator.name
-    nonblocking = o["nonblocking"] == "on" or (o["nonblocking"] == "auto"
-                                               and cfg.coordinator.dc != cfg.dc)
-    answers = _Answers()
-    plane = ctx.data_plane(side={"esync_answer": answers.take})
-    local = LocalSGD(ctx, ctx.initial)
-    ctx.started()
-    model = ctx.initial
-    it = 0
-    while it < ctx.max_rounds:
-        answers.round, answers.ready, answers.seen = it, False, set()
-        plane.ep.send(coordinator, {"type": "esync_reset", "round": it, "te": time.monotonic()})
-        compute, loss, k = 0.0, None, 0
-        while not answers.ready:
-            loss, c, te = local.step()
-            compute += c
-            k += 1
-            plane.ep.send(coordinator, {"type": "esync_query", "round": it, "seq": k, "k": k,
-                                        "c": c, "te": te})
-            if nonblocking:
-                plane.poll(0)
-            else:
-                while k not in answers.seen:
-                    plane.poll(0.2, watch=(coordinator,))
-        model, stop = ctx.synchronize(it, local.w - model, compute, loss, local.load,
-                                      steps=k, busy=0.0, overlap=0.0)
-        it += 1
-        if stop:
-            break
-    ctx.finish(it, model)
+class ESync(SyncScheme):
+    NAME = "esync"
+    DESCRIPTION = "ESync: a state server sets each worker's local steps so that all arrive together"
+    OPTIONS = (
+        Option("epsilon", 0.5, "seconds of slack: another step is allowed if it ends this close "
+               "to the slowest worker's", low=0.0, high=3600.0),
+        Option("global_lr", 1.0, "the roots add this times the mean delta", low=0.0, high=100.0),
+        Option("nonblocking", "auto", "keep computing while a query is in flight (auto: when the "
+               "coordinator is in another DC)", choices=("auto", "on", "off")),
+    )
+    NEEDS = frozenset({"trees", "coordinator"})
+
+    def rule(self, model):
+        return AverageDelta(model.values, self.options["global_lr"])
+
+    def service(self, workers):
+        return StateService(workers, self.options)
+
+    def work(self, ctx):
+        cfg, o = ctx.cfg, self.options
+        coordinator = cfg.coordinator.name
+        nonblocking = o["nonblocking"] == "on" or (o["nonblocking"] == "auto"
+                                                   and cfg.coordinator.dc != cfg.dc)
+        answers = _Answers()
+        plane = ctx.data_plane(side={"esync_answer": answers.take})
+        local = LocalSGD(ctx, ctx.initial)
+        ctx.started()
+        model = ctx.initial
+        it = 0
+        while it < ctx.max_rounds:
+            answers.round, answers.ready, answers.seen = it, False, set()
+            plane.ep.send(coordinator, {"type": "esync_reset", "round": it, "te": time.monotonic()})
+            compute, loss, k = 0.0, None, 0
+            while not answers.ready:
+                loss, c, te = local.step()
+                compute += c
+                k += 1
+                plane.ep.send(coordinator, {"type": "esync_query", "round": it, "seq": k, "k": k,
+                                            "c": c, "te": te})
+                if nonblocking:
+                    plane.poll(0)
+                else:
+                    while k not in answers.seen:
+                        plane.poll(0.2, watch=(coordinator,))
+            model, stop = ctx.synchronize(it, local.w - model, compute, loss, local.load,
+                                          steps=k, busy=0.0, overlap=0.0)
+            it += 1
+            if stop:
+                break
+        ctx.finish(it, model)

@@ -11,36 +11,37 @@ alternate strictly: nothing is computed while a round's models travel.
 
 import numpy as np
 
+from agents.plugins import Option
+from agents.sync.base import SyncScheme
 from agents.sync.local_sgd import LocalSGD
 from agents.sync.rules import WeightedSum
 
-NAME = "fedavg"
-DESCRIPTION = "federated averaging: tau local steps, then a weighted average of the models"
-OVERLAYS = ("ps", "mlnet", "tsengine", "netstorm", "optimal")
-OPTIONS = {"local_steps": 10}
-RANGES = {"local_steps": (1, 100_000)}
 
+class FedAvg(SyncScheme):
+    NAME = "fedavg"
+    DESCRIPTION = "federated averaging: tau local steps, then a weighted average of the models"
+    OPTIONS = (Option("local_steps", 10, "local SGD steps (tau) between two averagings",
+                      low=1, high=100_000),)
 
-def Rule(initial, workload, options):
-    return WeightedSum(initial)
+    def rule(self, model):
+        return WeightedSum(model.values)
 
-
-def work(ctx):
-    tau = ctx.options["local_steps"]
-    ctx.data_plane()
-    local = LocalSGD(ctx, ctx.initial)
-    weight = np.float32(ctx.data_share())
-    ctx.started()
-    model = ctx.initial
-    it = 0
-    while it < ctx.max_rounds:
-        compute, loss = 0.0, None
-        for _ in range(tau):
-            loss, seconds, _ = local.step()
-            compute += seconds
-        model, stop = ctx.synchronize(it, local.w * weight, compute, loss, local.load,
-                                      steps=tau, busy=0.0, overlap=0.0)
-        it += 1
-        if stop:
-            break
-    ctx.finish(it, model)
+    def work(self, ctx):
+        tau = self.options["local_steps"]
+        ctx.data_plane()
+        local = LocalSGD(ctx, ctx.initial)
+        weight = np.float32(ctx.data_share())
+        ctx.started()
+        model = ctx.initial
+        it = 0
+        while it < ctx.max_rounds:
+            compute, loss = 0.0, None
+            for _ in range(tau):
+                loss, seconds, _ = local.step()
+                compute += seconds
+            model, stop = ctx.synchronize(it, local.w * weight, compute, loss, local.load,
+                                          steps=tau, busy=0.0, overlap=0.0)
+            it += 1
+            if stop:
+                break
+        ctx.finish(it, model)

@@ -29,18 +29,10 @@ import queue
 import threading
 import time
 
+from agents.plugins import Option
+from agents.sync.base import SyncScheme
 from agents.sync.local_sgd import LocalSGD
 from agents.sync.rules import AverageDelta
-
-NAME = "nbsync"
-DESCRIPTION = "NBSync: local computing never waits; deltas synchronize in the background"
-OVERLAYS = ("ps", "mlnet", "tsengine", "netstorm", "optimal")
-OPTIONS = {"global_lr": 1.0}
-RANGES = {"global_lr": (0.0, 100.0)}
-
-
-def Rule(initial, workload, options):
-    return AverageDelta(initial, options["global_lr"])
 
 
 class Bookkeeping:
@@ -116,39 +108,48 @@ def busy_during(steps, start, end):
     return sum(max(0.0, min(b, end) - max(a, start)) for a, b in steps)
 
 
-def work(ctx):
-    plane = ctx.data_plane()
-    local = LocalSGD(ctx, ctx.initial)
-    book = Bookkeeping(local)
-    ctx.started()
-    sync = _Sync(plane)
-    model = ctx.initial
-    rounds = 0
-    normal = False
-    try:
-        # One step, then round 0's delta leaves and computing goes on.
-        loss, c, end = local.step()
-        sent_at, intervals = time.monotonic(), [(end - c, end)]
-        sync.send(0, book.first(), ctx.want_stop)
-        while True:
-            arrived = sync.arrived()
-            if arrived is None:
-                loss, c, end = local.step()
-                intervals.append((end - c, end))
-                continue
-            it, model, stop, at = arrived
-            delta = book.adopt(model)
-            seconds = at - sent_at
-            busy = busy_during(intervals, sent_at, at)
-            ctx.record(it, sum(b - a for a, b in intervals), seconds, 0.0, loss,
-                       steps=len(intervals), busy=busy, overlap=busy / seconds if seconds > 0 else 0.0)
-            rounds = it + 1
-            ctx.evaluate(rounds, stop, final=rounds == ctx.max_rounds)
-            if stop or rounds == ctx.max_rounds:
-                break
-            sent_at, intervals = time.monotonic(), []
-            sync.send(rounds, delta, ctx.want_stop)
-        normal = True
-    finally:
-        sync.close(wait=normal)
-    ctx.finish(rounds, model)
+class NBSync(SyncScheme):
+    NAME = "nbsync"
+    DESCRIPTION = "NBSync: local computing never waits; deltas synchronize in the background"
+    OPTIONS = (Option("global_lr", 1.0, "the roots add this times the mean delta",
+                      low=0.0, high=100.0),)
+
+    def rule(self, model):
+        return AverageDelta(model.values, self.options["global_lr"])
+
+    def work(self, ctx):
+        plane = ctx.data_plane()
+        local = LocalSGD(ctx, ctx.initial)
+        book = Bookkeeping(local)
+        ctx.started()
+        sync = _Sync(plane)
+        model = ctx.initial
+        rounds = 0
+        normal = False
+        try:
+            # One step, then round 0's delta leaves and computing goes on.
+            loss, c, end = local.step()
+            sent_at, intervals = time.monotonic(), [(end - c, end)]
+            sync.send(0, book.first(), ctx.want_stop)
+            while True:
+                arrived = sync.arrived()
+                if arrived is None:
+                    loss, c, end = local.step()
+                    intervals.append((end - c, end))
+                    continue
+                it, model, stop, at = arrived
+                delta = book.adopt(model)
+                seconds = at - sent_at
+                busy = busy_during(intervals, sent_at, at)
+                ctx.record(it, sum(b - a for a, b in intervals), seconds, 0.0, loss,
+                           steps=len(intervals), busy=busy, overlap=busy / seconds if seconds > 0 else 0.0)
+                rounds = it + 1
+                ctx.evaluate(rounds, stop, final=rounds == ctx.max_rounds)
+                if stop or rounds == ctx.max_rounds:
+                    break
+                sent_at, intervals = time.monotonic(), []
+                sync.send(rounds, delta, ctx.want_stop)
+            normal = True
+        finally:
+            sync.close(wait=normal)
+        ctx.finish(rounds, model)

@@ -37,9 +37,9 @@ from testbed.bounds.timeline import slowest_syncs, time_to_carry, wan_states
 from testbed.records.runfolder import RunFolder
 from testbed.run.runner import router_paths
 
-SYSTEMS = ("star", "mlnet", "tsengine", "netstorm", "optimal")
+SYSTEMS = ("star", "mlnet", "tsengine", "netstorm", "planner")
 NAMES = {"star": "PS star", "mlnet": "MLNET", "tsengine": "TSEngine", "netstorm": "NetStorm",
-         "optimal": "planner"}
+         "planner": "planner"}
 # Narrow labels, a few words a line: fifteen settings share one panel's width.
 NETWORKS = {"static-1mb": "9-DC\nstatic\n1 MB", "static-10mb": "9-DC\nstatic\n10 MB",
             "static-10mb-quarter": "9-DC\nstatic\n10 MB\n\u00bc rate",
@@ -195,12 +195,12 @@ def summarize(rows):
                         "sync_over_t_lb": median(ratios), "settled_over_t_lb": median(half),
                         "push_to_pull_over_t_lb": median(s / b for it, s, b in push_to_pull
                                                          if it > 0 and b)})
-            if system == "optimal" and network.endswith("dispatch"):
+            if system == "planner" and network.endswith("dispatch"):
                 pass                # no plan fixes its trees' shares: nothing to evaluate on the links
-            elif system == "optimal" and network.startswith("dynamic"):
+            elif system == "planner" and network.startswith("dynamic"):
                 row.update(plan_gap_as_run(plan_times_as_run(run, spec_doc, changes, iters_of(run), model),
                                            steady))
-            elif system == "optimal":
+            elif system == "planner":
                 planned, true = plan_times(run, spec_doc, changes, model)
                 row.update({"planned_s": planned, "planned_true_s": true})
                 if true and row["t_lb_s"]:
@@ -276,7 +276,7 @@ def draw(rows, out_dir, recipe):
     if dynamic.lines:
         dynamic.legend(fontsize=8)
     # On a changing WAN: medians of each iteration's plan on the links while it ran.
-    mine = [t for t in table if t["system"] == "optimal" and t.get("planned_true_s")]
+    mine = [t for t in table if t["system"] == "planner" and t.get("planned_true_s")]
     bars = (("t_lb_s", "0.6", "t_lb"), ("planned_true_s", "C2", "plan on the links as they were"),
             ("planned_s", "#a6d96a", "plan as made, on the estimates"),
             ("sync_s", "C4", "measured"))

@@ -54,7 +54,7 @@ def summarize(folder, spec):
     done = [e for e in events if e["ev"] == "coflow_done"]
     stages = [e for e in events if e["ev"] == "stage_done"]
     flows = [e for e in events if e["ev"] == "flow"]
-    settings = cfg.get("coordination") or {}
+    settings = cfg.get("search") or {}
     bound = lower_bound(settings) if settings.get("search") else {}
     makespan = {}
     for e in stages:

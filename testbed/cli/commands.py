@@ -474,21 +474,28 @@ def bound(file, model_bytes, as_json):
 
 
 def _policy_params(pairs):
+    """--param KEY=VALUE pairs: a number where the text is one, else the text."""
     params = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             fail(f"--param takes KEY=VALUE, not {pair!r}")
         try:
-            params[key] = float(value)
+            number = float(value)
+            params[key] = int(number) if number.is_integer() and "." not in value else number
         except ValueError:
             params[key] = value
     return params
 
 
+def _coflow_policies():
+    from agents.coflow.policies import COFLOW
+    return ", ".join(COFLOW.names())
+
+
 @click.command("coflow-sim")
 @click.argument("trace_file", type=click.Path(dir_okay=False))
-@click.option("--policy", required=True, help="fair, fifo-lm, sincronia, beamer or varys")
+@click.option("--policy", required=True, help=f"a coflow policy: {_coflow_policies()}, or module:Class")
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE",
               help="a policy parameter, e.g. percentile=80 or reorder=events")
 @click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
@@ -496,6 +503,7 @@ def coflow_sim(trace_file, policy, params, as_json):
     """Simulate a coflow trace on a big switch under a scheduling policy."""
     import json
 
+    from agents.plugins import OptionError
     from testbed.coflow.report import simulate_trace
     from testbed.coflow.trace import read_trace
     from testbed.spec.textfile import TextFileError
@@ -508,8 +516,8 @@ def coflow_sim(trace_file, policy, params, as_json):
         fail(f"{trace_file}: {e}")
     try:
         result = simulate_trace(trace, policy, **_policy_params(params))
-    except TypeError:
-        fail(f"policy {policy} does not take the parameters {', '.join(params)}")
+    except OptionError as e:
+        fail(f"--param {e.key}: {e.message}" if e.key else e.message)
     except ValueError as e:
         fail(str(e))
     if as_json:

@@ -107,7 +107,7 @@ def simulate(policy, fabric, source):
             if r > 0:
                 dt = min(dt, float(remaining[k] / r))
         if dt == float("inf"):
-            raise Stall(f"policy {policy.name} gave no flow a rate at time {now:g} "
+            raise Stall(f"policy {policy.NAME} gave no flow a rate at time {now:g} "
                         f"with {len(active)} coflows waiting")
         now = float(now + dt)
         done_flows = []

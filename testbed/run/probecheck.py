@@ -16,7 +16,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from agents.config import AgentConfig, Peer
+from agents.config import AgentConfig, Peer, ProbeSection
 from agents.events import read_events
 from agents.probe import schedule
 from testbed.run.runner import PROBE_LEAD, PROBE_PORT, Agent, probe_settings, stop_agents
@@ -76,7 +76,7 @@ def probe_ratios(net, settings=ProbeSettings(), samples=3, timeout=None, folder=
             agents.append(_start(net, folder, AgentConfig(
                 name=p.name, role="probe", dc=p.dc, host=p.host, port=p.port,
                 events=os.path.join(folder, f"{p.name}.jsonl"), rank=rank, probes=peers,
-                probe={**shared, "passive_events": []})))
+                probe=ProbeSection(**shared))))
         deadline = time.monotonic() + timeout
         while True:
             ratios = _ratios(_events(folder, spec), pairs)

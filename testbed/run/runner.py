@@ -18,7 +18,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from agents.config import AgentConfig, Peer, Transport, Workload
+from agents.config import AgentConfig, Peer, ProbeSection, Transport, ViewSection, WorkloadSettings
 from agents.events import EventLog, EventTail, read_events
 from agents.launcher import Launcher
 from agents.overlay.layout import Layout
@@ -69,11 +69,13 @@ def agent_configs(spec, net, folder):
     # Every DC's servers: overlays that aggregate in the WAN use them as relays.
     servers = [Peer(h.name, h.ip, AGENT_PORT, h.dc) for h in net.plan.hosts if h.role == "server"]
     workers = [Peer(h.name, h.ip, AGENT_PORT, h.dc) for h in net.plan.hosts if h.role == "worker"]
-    workload = Workload(kind=exp.workload, model=exp.model, dataset=exp.dataset,
-                        data_dir=exp.data_dir, partition=exp.partition, batch_size=exp.batch_size,
-                        lr=exp.lr, momentum=exp.momentum, compute_time=exp.compute_time,
-                        step_time=exp.step_time,
-                        eval_every=exp.eval_every, seed=exp.seed)
+    workload = WorkloadSettings(kind=exp.workload, model=exp.model, dataset=exp.dataset,
+                                data_dir=exp.data_dir, model_options=dict(exp.model_options or {}),
+                                dataset_options=dict(exp.dataset_options or {}),
+                                partition=exp.partition, batch_size=exp.batch_size,
+                                lr=exp.lr, momentum=exp.momentum, compute_time=exp.compute_time,
+                                step_time=exp.step_time,
+                                eval_every=exp.eval_every, seed=exp.seed)
     transport = Transport(chunk_bytes=exp.chunk_bytes, dead_after=exp.dead_after)
     probes = probe_peers(spec, net)
     speeds = {}
@@ -104,7 +106,7 @@ def agent_configs(spec, net, folder):
         sync=exp.sync, sync_options=dict(exp.sync_options or {}), overlay=exp.overlay,
         servers=servers, workers=workers, layout=layout,
         transport=transport, probes=probes, coordinator=coordinator,
-        coordination={"probe_pub_port": PROBE_PORT + 1}))
+        view=ViewSection(probe_pub_port=PROBE_PORT + 1)))
     if exp.probe:
         settings = probe_settings(spec, configs)
         agents = list(configs)
@@ -114,7 +116,8 @@ def agent_configs(spec, net, folder):
             configs.append(AgentConfig(
                 name=p.name, role="probe", dc=p.dc, host=p.host, port=p.port,
                 events=folder.agent_file(p.name, "jsonl"), rank=rank, probes=probes,
-                probe={**settings, "passive_events": own, "link_intfs": links_into(net.plan, p.dc)}))
+                probe=ProbeSection(**settings, passive_events=own,
+                                   link_intfs=links_into(net.plan, p.dc))))
     return configs
 
 
@@ -125,8 +128,7 @@ def overlay_layout(spec, servers, workers):
     return Layout(size=0, workers=[[p.name, p.dc] for p in workers],
                   servers=[[p.name, p.dc] for p in servers], server_dc=exp.server_dc,
                   dcs=[d.name for d in spec.datacenters], links=links,
-                  options=dict(exp.overlay_options or {}), routes=router_paths(spec),
-                  probe_share=exp.probe.budget if exp.probe is not None else 0.0)
+                  options=dict(exp.overlay_options or {}), routes=router_paths(spec))
 
 
 def router_paths(spec):

@@ -5,7 +5,7 @@ runner's, as for an experiment."""
 
 import dataclasses
 
-from agents.config import AgentConfig, Peer, Transport
+from agents.config import AgentConfig, Peer, SearchSection, Transport
 from agents.planning.wan import GOODPUT_SHARE
 from testbed.run import runend
 
@@ -22,8 +22,7 @@ def agent_configs(spec, net, folder, agent_port, scheduler_port):
     transport = Transport(chunk_bytes=search.chunk_bytes)
     configs = [AgentConfig(name=p.name, role="machine", dc=p.dc, host=p.host, port=p.port,
                            events=folder.agent_file(p.name, "jsonl"), workers=machines,
-                           coordinator=scheduler, transport=transport,
-                           coordination={"chunk_bytes": search.chunk_bytes})
+                           coordinator=scheduler, transport=transport)
                for p in machines]
     params = dataclasses.asdict(search.params)
     params["scale"] = search.params.scale * 1e6          # model sizes in bytes
@@ -31,10 +30,10 @@ def agent_configs(spec, net, folder, agent_port, scheduler_port):
         name=scheduler.name, role="scheduler", dc=scheduler.dc, host=scheduler.host,
         port=scheduler.port, events=folder.agent_file(scheduler.name, "jsonl"), workers=machines,
         coordinator=scheduler, transport=transport,
-        coordination={"search": params, "policy": search.policy,
-                      "policy_options": dict(search.policy_options),
-                      # Every NIC, each way, in payload bytes/s: the big switch's ports.
-                      "capacity": spec.lan.rate * GOODPUT_SHARE / 8}))
+        search=SearchSection(search=params, policy=search.policy,
+                             policy_options=dict(search.policy_options),
+                             # Every NIC, each way, in payload bytes/s: the big switch's ports.
+                             capacity=spec.lan.rate * GOODPUT_SHARE / 8)))
     return configs
 
 

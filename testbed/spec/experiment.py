@@ -5,17 +5,23 @@ A combination that makes no sense is refused here with a sentence saying
 why, before anything is built.
 """
 
+import logging
 import os
 from dataclasses import dataclass, field
 
-from agents import models
-from agents.overlay import OVERLAYS
-from agents.sync import SCHEMES
+from agents.models import DATASET, MODEL, flat_size
+from agents.overlay import OVERLAY
+from agents.plugins import OptionError, PluginError, check_options, mismatch
+from agents.sync import SYNC
+from agents.workload import WORKLOAD, Train
 from testbed.spec import validate as check
 from testbed.spec.units import parse_fraction, shown
 from testbed.spec.validate import SpecError
 
+log = logging.getLogger(__name__)
+
 KEYS = {"sync", "overlay", "server_dc", "workload", "model", "dataset", "data_dir", "partition",
+        "model_options", "dataset_options",
         "batch_size", "lr", "momentum", "compute_time", "step_time", "eval_every", "seed", "stop", "chunk",
         "overlay_options", "sync_options", "coordination",
         "dead_after", "probe"}
@@ -53,6 +59,8 @@ class Experiment:
     workload: str = "train"
     model: str = "mlp"
     dataset: str = "digits"
+    model_options: dict = field(default=None, metadata={UNKEYED_AT_DEFAULT: True})
+    dataset_options: dict = field(default=None, metadata={UNKEYED_AT_DEFAULT: True})
     data_dir: str = ""
     partition: str = "iid"
     batch_size: int = 32
@@ -70,36 +78,33 @@ class Experiment:
     probe: ProbeSettings = None   # None: no probes
 
 
-def options_of(module, raw, path, error):
-    """An overlay's or a sync scheme's parameters: known names only, each a
-    number of the kind of its default (a whole number where the default is
-    one) in its range, or, where the default is a word, one of its words."""
-    if not isinstance(raw, dict):
-        raise error(path, f"must be a mapping of {module.NAME}'s parameters")
-    out = {}
-    for key, value in raw.items():
-        if key not in module.OPTIONS:
-            known = ", ".join(sorted(module.OPTIONS)) or "none"
-            raise error(f"{path}.{key}", f"{module.NAME} has no parameter {key!r} (it has: {known})")
-        if isinstance(module.OPTIONS[key], str):
-            words = module.RANGES[key]
-            if value not in words:
-                raise error(f"{path}.{key}", f"{shown(value)} must be one of {', '.join(words)}")
-            out[key] = value
-            continue
-        whole = isinstance(module.OPTIONS[key], int)
-        low, high = module.RANGES[key]
-        if isinstance(value, bool) or not isinstance(value, int if whole else (int, float)) \
-                or not low <= value <= high:
-            raise error(f"{path}.{key}", f"{value!r} must be a{' whole' if whole else ''} number "
-                                         f"in {low}..{high}")
-        out[key] = value
-    return out
+def options_of(plugin, raw, path, error):
+    """A plug-in's parameters as declared in its OPTIONS: known names only,
+    each a value its declaration takes."""
+    try:
+        return check_options(plugin.OPTIONS, raw, plugin.NAME)
+    except OptionError as e:
+        raise error(path if e.key is None else f"{path}.{e.key}", e.message) from None
 
 
-def parse(raw, datacenters):
-    """raw: the YAML mapping; datacenters: [DataCenter].  Returns an
-    Experiment; raises SpecError."""
+def plugin(registry, raw, key, default, error, base_dir):
+    """(the name to run, the plug-in class) topo.yaml names at
+    experiment.KEY; an old name gets its new one, with a warning."""
+    ref = raw.get(key, default)
+    try:
+        cls, _ = registry.load(ref, base_dir)
+    except PluginError as e:
+        raise error(f"experiment.{key}", str(e)) from None
+    if registry.deprecated(ref):
+        log.warning("warning: experiment.%s: %s", key, registry.deprecated(ref))
+        ref = registry.aliases[ref][0]
+    return ref, cls
+
+
+def parse(raw, datacenters, base_dir=None):
+    """raw: the YAML mapping; datacenters: [DataCenter]; base_dir: where
+    plug-ins named by a path are found.  Returns an Experiment; raises
+    SpecError."""
     check.keys(raw, KEYS, "experiment")
     p = lambda key: f"experiment.{key}"  # noqa: E731
 
@@ -109,37 +114,43 @@ def parse(raw, datacenters):
             raise SpecError(p(key), f"unknown {key} {shown(value)}; available: {', '.join(options)}")
         return value
 
-    sync = choice("sync", sorted(SCHEMES), "ssgd")
-    overlay = choice("overlay", sorted(OVERLAYS), "ps")
-    if overlay not in SCHEMES[sync].OVERLAYS:
-        raise SpecError(p("overlay"), f"{sync} runs over {', '.join(SCHEMES[sync].OVERLAYS)}, not {overlay}")
-    overlay_options = options_of(OVERLAYS[overlay], raw.get("overlay_options", {}),
-                                 p("overlay_options"), SpecError)
-    sync_options = options_of(SCHEMES[sync], raw.get("sync_options", {}), p("sync_options"), SpecError)
-    refuse = getattr(OVERLAYS[overlay], "refuse", None)
-    why = (refuse({d.name: d.servers for d in datacenters}, {d.name: d.workers for d in datacenters})
-           if refuse else None)
+    sync, scheme = plugin(SYNC, raw, "sync", "ssgd", SpecError, base_dir)
+    overlay, over = plugin(OVERLAY, raw, "overlay", "ps", SpecError, base_dir)
+    why = mismatch(scheme, over)
+    if why:
+        raise SpecError(p("overlay"), why)
+    overlay_options = options_of(over, raw.get("overlay_options", {}), p("overlay_options"), SpecError)
+    sync_options = options_of(scheme, raw.get("sync_options", {}), p("sync_options"), SpecError)
+    why = over().refuse({d.name: d.servers for d in datacenters}, {d.name: d.workers for d in datacenters})
     if why:
         raise SpecError(p("overlay"), why)
     coordination = choice("coordination", ["management", "wan"], "wan")
-    workload = choice("workload", ["synthetic", "train"], "train")
+    workload, kind = plugin(WORKLOAD, raw, "workload", "train", SpecError, base_dir)
     data_dir = raw.get("data_dir", "")
     if not isinstance(data_dir, str):
         raise SpecError(p("data_dir"), f"{shown(data_dir)} is not a folder name")
-    if workload == "train":
-        model = choice("model", list(models.TRAINABLE), "mlp")
-        dataset = choice("dataset", list(models.DATASETS), "digits")
-        if dataset != "digits" and not data_dir:
+    trains = issubclass(kind, Train)
+    model = raw.get("model", "mlp" if trains else "resnet18")
+    if flat_size(model) is not None:
+        model_cls = MODEL.load("flat")[0]
+    else:
+        model, model_cls = plugin(MODEL, raw, "model", model, SpecError, base_dir)
+    model_options = options_of(model_cls, raw.get("model_options", {}), p("model_options"), SpecError)
+    if trains and not model_cls(model_options).trainable:
+        raise SpecError(p("model"), f"{model} has shapes only: it runs a synthetic workload, not "
+                                    "train (trainable: " + ", ".join(
+                                        n for n, c in MODEL.builtin_classes().items() if c().trainable)
+                        + ")")
+    dataset, dataset_options = "", {}
+    if trains:
+        dataset, dataset_cls = plugin(DATASET, raw, "dataset", "digits", SpecError, base_dir)
+        dataset_options = options_of(dataset_cls, raw.get("dataset_options", {}),
+                                     p("dataset_options"), SpecError)
+        if dataset_cls.NEEDS_DIR and not data_dir:
             raise SpecError(p("data_dir"), f"{dataset} is read from a local folder: name it in data_dir")
-        if dataset != "digits" and not os.path.isdir(data_dir):
+        if dataset_cls.NEEDS_DIR and not os.path.isdir(data_dir):
             raise SpecError(p("data_dir"), f"{shown(data_dir)} is not a folder (nothing is downloaded: "
                                            f"put the {dataset} files there)")
-    else:
-        model = raw.get("model", "resnet18")
-        if not isinstance(model, str) or not (model in models.SYNTHETIC or models.is_flat(model)):
-            raise SpecError(p("model"), f"unknown model {shown(model)}; available: "
-                                        f"{', '.join(models.SYNTHETIC)}, or flat-N (one tensor of N values)")
-        dataset = ""
     partition = choice("partition", ["iid", "noniid"], "iid")
 
     with_servers = [d.name for d in datacenters if d.servers > 0]
@@ -192,8 +203,8 @@ def parse(raw, datacenters):
         sync=sync, sync_options=sync_options, overlay=overlay, overlay_options=overlay_options,
         coordination=coordination,
         server_dc=server_dc,
-        workload=workload, model=model,
-        dataset=dataset, data_dir=data_dir, partition=partition,
+        workload=workload, model=model, model_options=model_options or None,
+        dataset=dataset, dataset_options=dataset_options or None, data_dir=data_dir, partition=partition,
         batch_size=check.whole(raw.get("batch_size", 32), p("batch_size"), 1, 100_000),
         lr=check.number(raw.get("lr", 0.1), p("lr"), 0.0, 100.0),
         momentum=check.number(raw.get("momentum", 0.9), p("momentum"), 0.0, 0.999),

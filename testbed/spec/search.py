@@ -29,8 +29,9 @@ rate in each direction.
 
 from dataclasses import dataclass, field
 
-from agents.coflow.policies import POLICIES, make_policy
-from agents.coflow.search import ZOO_MB, SearchParams
+from agents.coflow.policies import COFLOW
+from agents.coflow.search import SearchParams, zoo_mb
+from agents.plugins import OptionError, PluginError, check_options
 from testbed.spec import validate as check
 from testbed.spec.units import shown
 from testbed.spec.validate import SpecError
@@ -64,13 +65,17 @@ def parse(raw, datacenters):
                     list(by_name), "data center")
     machines = tuple(by_name[dc].hosts)
 
-    policy = check.word(raw.get("policy", "beamer"), p("policy"), list(POLICIES), "policy")
-    options = raw.get("policy_options", {}) or {}
-    check.mapping(options, p("policy_options"), f"{policy}'s parameters")
+    policy = raw.get("policy", "beamer")
     try:
-        make_policy(policy, **options)
-    except (TypeError, ValueError) as e:
-        raise SpecError(p("policy_options"), f"{policy} does not take {shown(options)}: {e}") from None
+        cls, _ = COFLOW.load(policy)
+    except PluginError as e:
+        raise SpecError(p("policy"), str(e)) from None
+    try:
+        options = check_options(cls.OPTIONS, raw.get("policy_options", {}) or {}, policy)
+        cls(**options)
+    except OptionError as e:
+        raise SpecError(p("policy_options") if e.key is None else f"{p('policy_options')}.{e.key}",
+                        e.message) from None
 
     workers = whole("workers", 2, 1, 1000)
     if len(machines) < workers + 1:
@@ -80,7 +85,7 @@ def parse(raw, datacenters):
     growth = raw.get("growth")
     if growth is not None:
         growth = check.number(growth, p("growth"), 1.0, 100.0)
-    models = raw.get("models", dict(ZOO_MB))
+    models = raw.get("models", zoo_mb())
     if not isinstance(models, dict) or not models or not all(
             isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
             for k, v in models.items()):

@@ -236,7 +236,8 @@ def _build(doc, source, default_name):
     if "experiment" in doc:
         with SpecError.at("experiment", "a mapping of sync, overlay, workload, stop, ..."):
             check.mapping(doc["experiment"], "experiment", "sync, overlay, workload, stop, ...")
-            experiment = experiment_section.parse(doc["experiment"], dcs)
+            experiment = experiment_section.parse(doc["experiment"], dcs,
+                                                  base_dir=os.path.dirname(source) if source else None)
     search = None
     if "search" in doc:
         if experiment is not None:

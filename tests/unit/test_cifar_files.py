@@ -7,7 +7,7 @@ import pickle
 import numpy as np
 import pytest
 
-from agents import models
+from agents.models import dataset_named
 
 
 class RunsACommand:
@@ -31,7 +31,7 @@ def test_a_cifar_batch_of_bytes_lists_and_an_array_loads(tmp_path, protocol):
     batch = {b"batch_label": b"training batch 1 of 5", b"labels": [4, 5], b"data": data,
              b"filenames": [b"a.png", b"b.png"]}
     write_batches(tmp_path / "cifar", pickle.dumps(batch, protocol=protocol))
-    x, y, xt, yt = models.load_dataset("cifar10", str(tmp_path / "cifar"))
+    x, y, xt, yt = dataset_named("cifar10").load(str(tmp_path / "cifar"))
     assert x.shape == (2, 3, 32, 32) and y.tolist() == [4, 5] and yt.tolist() == [4, 5]
     # The first pixel of the second image's green plane is byte 3072 + 1024 = 4096 % 256 = 0,
     # the one after it 1.
@@ -44,11 +44,11 @@ def test_a_crafted_cifar_batch_is_refused_without_running_its_code(tmp_path, pro
     crafted = pickle.dumps({b"data": RunsACommand(marker), b"labels": [1]}, protocol=protocol)
     write_batches(tmp_path / "cifar", crafted)
     with pytest.raises(pickle.UnpicklingError, match="does not hold posix.system"):
-        models.load_dataset("cifar10", str(tmp_path / "cifar"))
+        dataset_named("cifar10").load(str(tmp_path / "cifar"))
     assert not marker.exists()
 
 
 def test_a_pickle_that_is_not_a_batch_is_refused(tmp_path):
     write_batches(tmp_path / "cifar", pickle.dumps([1, 2, 3]))
     with pytest.raises(pickle.UnpicklingError, match="not a CIFAR-10 batch"):
-        models.load_dataset("cifar10", str(tmp_path / "cifar"))
+        dataset_named("cifar10").load(str(tmp_path / "cifar"))

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agents.coflow.model import Coflow, Fabric, Flow
-from agents.coflow.policies import POLICIES, make_policy
+from agents.coflow.policies import COFLOW, make_policy
 from agents.coflow.search import SearchParams, SearchWorkload
 from testbed.coflow.bounds import search_bounds, trace_bounds
 from testbed.coflow.simulator import StaticSource, simulate
@@ -24,7 +24,7 @@ class Checked:
 
     def __init__(self, policy):
         self.policy = policy
-        self.name = policy.name
+        self.NAME = policy.NAME
         self.allocations = 0
 
     def on_arrival(self, coflow, now):
@@ -75,7 +75,7 @@ def instances(draw):
     return fabric, coflows
 
 
-@pytest.mark.parametrize("name", sorted(POLICIES))
+@pytest.mark.parametrize("name", COFLOW.names())
 @settings(max_examples=60, deadline=None)
 @given(instance=instances())
 def test_every_policy_conserves_work_within_capacity_and_finishes_above_the_bound(name, instance):
@@ -92,7 +92,7 @@ def test_every_policy_conserves_work_within_capacity_and_finishes_above_the_boun
         assert result.avg_sct >= bound["avg_sct"] * (1 - TOL)
 
 
-@pytest.mark.parametrize("name", sorted(POLICIES))
+@pytest.mark.parametrize("name", COFLOW.names())
 @settings(max_examples=10, deadline=None)
 @given(seed=st.integers(0, 10_000), eta=st.sampled_from([2, 3]))
 def test_every_policy_runs_a_search_to_its_end_above_the_bounds(name, seed, eta):

@@ -61,12 +61,12 @@ def test_coflow_sim_prints_stage_times_when_the_trace_names_stages(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--policy", "nope"], "error: unknown coflow policy 'nope'; choose one of fair, fifo-lm, "
-                           "sincronia, beamer, varys\n"),
+    (["--policy", "nope"], "error: unknown coflow policy 'nope'; available: beamer, fair, fifo-lm, "
+                           "sincronia, varys, or module:attribute\n"),
     (["--policy", "fair", "--param", "speed=3"],
-     "error: policy fair does not take the parameters speed=3\n"),
+     "error: --param speed: fair has no parameter 'speed' (it has: none)\n"),
     (["--policy", "beamer", "--param", "ordering=random"],
-     "error: beamer ordering must be one of stages, coflows, not 'random'\n"),
+     "error: --param ordering: 'random' must be one of stages, coflows\n"),
 ])
 def test_coflow_sim_refuses_a_bad_policy_in_one_sentence_with_exit_2(args, message):
     r = run_testbed("coflow-sim", os.path.join(DATA, "case0.trace"), *args)

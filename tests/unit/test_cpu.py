@@ -55,5 +55,5 @@ def test_the_meter_sees_a_core_this_process_keeps_busy():
     # This loop kept one core of all running, or held back by the host.
     lap = meter.lap()
     assert lap["busy"] + lap["stolen"] >= 0.8 / os.cpu_count(), lap
-    assert 0.0 <= lap["stolen"] <= 1.0 - lap["busy"]
+    assert 0.0 <= lap["stolen"] <= 1.0 - lap["busy"] + 1e-9     # shares of one total: equal up to rounding
     assert 0.0 <= meter.busy() <= 1.0

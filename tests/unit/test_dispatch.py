@@ -13,13 +13,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agents.overlay.planner import plan as planner
 from agents.dataplane.dispatch import ARRIVED, ASSIGN, DispatchNode
 from agents.dataplane.plan import Piece
 from agents.dataplane.tree import AggregationError
-from agents.overlay import optimal
-from agents.overlay.dispatcher import Dispatch
-from agents.overlay.optimal_node import Node
-from agents.overlay.optimal_policy import Policy
+from agents.overlay.planner.dispatcher import Dispatch
+from agents.overlay.planner.node import Node
+from agents.overlay.planner.policy import Policy
 from tests.dataplane_sim import (
     Recorder,
     assert_every_node_done,
@@ -29,7 +29,7 @@ from tests.dataplane_sim import (
     take_one,
 )
 from tests.unit.test_dataplane import contributions, random_plan
-from tests.unit.test_planner_detours import C, kite
+from tests.planner_layouts import C, kite
 
 DISPATCHER = "disp"
 
@@ -162,26 +162,26 @@ def test_conflicting_announcements_and_blocks_on_another_slice_are_refused():
 
 
 def dispatched_layout(**options):
-    """The kite dispatched; its windows Vegas' unless `dispatch_steer` is given."""
-    options = {"dispatch_steer": 0, **options}
-    return dataclasses.replace(kite(dispatch=1, dispatch_block=3, **options), size=40)
+    """The kite dispatched; its windows Vegas' unless another `dispatch` is given."""
+    options = {"dispatch": "vegas", **options}
+    return dataclasses.replace(kite(dispatch_block=3, **options), size=40)
 
 
 def family_policy(lay):
     """A dispatched policy over the kite: the plan on equal links and the
     plan with d2 -> d3 at a tenth (other trees), as one family."""
-    order = optimal.overlay_dcs(lay)
+    order = planner.overlay_dcs(lay)
     links = {link: C for a, b, *_ in lay.links for link in ((a, b), (b, a))}
     slow = {**links, ("d2", "d3"): C / 10, ("d3", "d2"): C / 10}
-    return optimal.family_policy([optimal.compute_policy(r, {}, order, lay) for r in (links, slow)])
+    return planner.family_policy([planner.compute_policy(r, {}, order, lay) for r in (links, slow)])
 
 
 def test_the_family_keeps_each_distinct_pair_of_trees_once_at_its_highest_rate():
     lay = dispatched_layout()
-    first = optimal.compute_policy({link: C for a, b, *_ in lay.links for link in ((a, b), (b, a))}, {},
-                                   optimal.overlay_dcs(lay), lay)
+    first = planner.compute_policy({link: C for a, b, *_ in lay.links for link in ((a, b), (b, a))}, {},
+                                   planner.overlay_dcs(lay), lay)
     again = {**first, "slices": [{**s, "rate": s["rate"] / 2} for s in first["slices"]]}
-    family = optimal.family_policy([again, first])
+    family = planner.family_policy([again, first])
     assert len(family["slices"]) == len(first["slices"])
     assert sorted(s["rate"] for s in family["slices"]) == sorted(s["rate"] for s in first["slices"])
     assert family["dispatch"] and family["readings"] == 2
@@ -189,11 +189,11 @@ def test_the_family_keeps_each_distinct_pair_of_trees_once_at_its_highest_rate()
 
 
 def test_the_coordinator_gives_every_slice_its_window_then_a_block_per_block_ended_until_none_is_left():
-    lay = dispatched_layout(dispatch_window=2, dispatch_tail=0, dispatch_control=0)
+    lay = dispatched_layout(dispatch_window=2, dispatch="fixed")
     policy = Policy(lay)
     policy.policy = family_policy(lay)
     slices = len(policy.policy["slices"])
-    blocks = optimal.blocks_of(policy.policy, lay)
+    blocks = planner.blocks_of(policy.policy, lay)
     assert blocks == 14                     # 40 elements in blocks of 3
     first, decisions = policy._first_blocks(0)
     assert decisions == []
@@ -226,51 +226,24 @@ def test_the_coordinator_gives_every_slice_its_window_then_a_block_per_block_end
     assert policy.on_message("d0-w0", {"type": ARRIVED, "it": 0, "piece": s, "seg": block}) == ([], [])
 
 
-def test_the_coordinator_s_windows_follow_vegas_unless_told_to_stay_fixed_with_slow_start_if_asked():
-    for options, control, gamma in (({}, (1.0, 3.0), None), ({"dispatch_control": 0}, None, None),
-                                    ({"dispatch_alpha": 0.5, "dispatch_beta": 2}, (0.5, 2), None),
-                                    ({"dispatch_slow_start": 1}, (1.0, 3.0), 1.0),
-                                    ({"dispatch_slow_start": 1, "dispatch_gamma": 2}, (1.0, 3.0), 2)):
+def test_the_coordinator_s_windows_follow_vegas_or_stay_fixed_as_the_dispatch_option_says():
+    for options, control in (({}, (1.0, 3.0)), ({"dispatch": "fixed"}, None),
+                             ({"dispatch_alpha": 0.5, "dispatch_beta": 2}, (0.5, 2))):
         lay = dispatched_layout(**options)
         policy = Policy(lay)
         policy.policy = family_policy(lay)
         policy._first_blocks(0)
         dispatch = policy.dispatching[0]
-        assert dispatch.control == control and dispatch.gamma == gamma
-        assert dispatch.starting == (set(dispatch.window) if gamma else set())
+        assert dispatch.control == control and not dispatch.steered
         assert set(dispatch.window.values()) == {2}
 
 
-def test_a_slice_slower_than_the_others_draining_the_pool_waits_and_is_asked_again_at_each_end():
-    # Blocks 0-7, three slices, window 1, every block's values at one contributor.
-    d = Dispatch(8, 3, 1, tail=True)
-    assert d.first == [[0, 0], [1, 1], [2, 2]]
-    assert d.arrived_at_one(0, 0, 0.5) == [[3, 0]]   # no other slice's time known yet
-    # Slice 1 took 1 s; slice 0, carrying one block at 0.5 s a block, drains the
-    # 4 left in 2 s: slice 1 gets one.
-    assert d.arrived_at_one(1, 1, 1.0) == [[4, 1]]
-    assert d.arrived_at_one(0, 3, 1.0) == [[5, 0]]
-    # Slice 2 took 3 s; slices 0 and 1 end 2 + 1 blocks a second, the 2 left in 0.67 s.
-    assert d.arrived_at_one(2, 2, 3.0) == []
-    # Slice 0's block 5 took 2.5 s, more than slice 1 alone takes for the 2 left (2 s).
-    assert d.arrived_at_one(0, 5, 3.5) == []
-    # Slice 1 ends block 4 after 3 s with no other slice carrying one: it gets
-    # block 6, and slice 0, asked again (the fastest of those waiting), gets
-    # block 7: slice 1 alone would take 3 s for it, slice 0 2.5 s.
-    assert d.arrived_at_one(1, 4, 4.0) == [[6, 1], [7, 0]]
-    assert d.done()
-    with pytest.raises(ValueError, match="block 7 came down slice 1, which it was not given"):
-        d.arrived_at_one(1, 7, 5.0)
-
-
-def test_without_the_tail_rule_every_end_gets_the_next_block():
-    # Slice 0 ends blocks 0 and 2 by 1 s; slice 1's block 1 takes 10 s, while
-    # slice 0 drains the one block left in 0.5 s: left out, unless the rule is off.
-    for tail, expected in ((True, []), (False, [[4, 1]])):
-        d = Dispatch(5, 2, 1, tail=tail)
-        assert d.arrived_at_one(0, 0, 0.5) == [[2, 0]]
-        assert d.arrived_at_one(0, 2, 1.0) == [[3, 0]]
-        assert d.arrived_at_one(1, 1, 10.0) == expected
+def test_every_end_gets_the_next_block_whatever_the_slice_s_round_trip():
+    # Slice 1's block took 10 s while slice 0 ended two in 1 s: it still gets the next.
+    d = Dispatch(5, 2, 1)
+    assert d.arrived_at_one(0, 0, 0.5) == [[2, 0]]
+    assert d.arrived_at_one(0, 2, 1.0) == [[3, 0]]
+    assert d.arrived_at_one(1, 1, 10.0) == [[4, 1]]
 
 
 def test_under_control_a_slice_widens_while_none_of_its_blocks_queue_and_narrows_once_they_do():
@@ -293,32 +266,12 @@ def test_under_control_a_slice_widens_while_none_of_its_blocks_queue_and_narrows
     assert d.window[0] == 5
 
 
-def test_in_slow_start_a_window_doubles_every_other_round_trip_until_blocks_queue():
-    d = Dispatch(40, 1, 2, control=(1, 3), gamma=1)
-    assert d.first == [[0, 0], [1, 0]]
-    # Block 0 took its own least, 0.2 s: none queued, the window doubles to 4.
-    assert d.arrived_at_one(0, 0, 0.2) == [[2, 0], [3, 0], [4, 0]]
-    assert d.arrived_at_one(0, 1, 0.3) == [[5, 0]]                  # given before the change
-    # Block 2, the first given at 4, none queued: the round trip in between holds 4.
-    assert d.arrived_at_one(0, 2, 0.4) == [[6, 0]]
-    assert d.window[0] == 4
-    assert d.arrived_at_one(0, 3, 0.45) == [[7, 0]]
-    # Block 6, none queued: doubles to 8, with 3 out it gets 5.
-    assert d.arrived_at_one(0, 6, 0.6) == [[8, 0], [9, 0], [10, 0], [11, 0], [12, 0]]
-    # Block 8 took 0.5 s against 0.2 s: 8 (1 - 0.2 / 0.5) = 4.8 queued, more than
-    # gamma: slow start ends at the window that queues none, 8 x 0.2 / 0.5 = 3.2, plus 1.
-    assert d.arrived_at_one(0, 8, 1.1) == []
-    assert d.window[0] == 4 and not d.starting
-    # With 7 out and a window of 4, the fourth to end gets the next block.
-    assert [d.arrived_at_one(0, b, 1.2) for b in (4, 5, 7, 9)] == [[], [], [], [[13, 0]]]
-
-
 @given(st.integers(1, 60), st.integers(1, 6), st.integers(1, 4), st.integers(0, 10**6))
 @settings(max_examples=150, deadline=None)
 def test_under_control_every_block_is_given_once_and_every_window_stays_within_its_bounds(
         blocks, slices, window, seed):
     rng = random.Random(seed)
-    d = Dispatch(blocks, slices, window, control=(1, 3), widest=5, gamma=rng.choice([None, 1]))
+    d = Dispatch(blocks, slices, window, control=(1, 3), widest=5)
     out, given, now = list(d.first), list(d.first), 0.0
     while out:
         block, s = out.pop(rng.randrange(len(out)))
@@ -351,7 +304,7 @@ def test_a_volatile_wan_s_dispatched_plans_sum_every_contribution_once_over_over
 
 
 def test_dispatch_is_off_by_default_and_once_asked_for_plans_a_family_from_the_first_estimates():
-    assert optimal.option(kite(), "dispatch") == 0
+    assert planner.option(kite(), "dispatch") == "off"
     lay = dispatched_layout()
     policy = Policy(lay)
     assert "dispatch" not in policy._solve(policy.speeds())          # no estimates yet: a guess
@@ -374,7 +327,7 @@ def test_over_real_sockets_the_coordinator_dispatches_and_every_worker_gets_the_
     from agents.transport import Endpoint, RecvTimeout
     from tests.ports import free_port
 
-    lay = dataclasses.replace(kite(dispatch=1, dispatch_block=1250), size=40_000)
+    lay = dataclasses.replace(kite(dispatch="steer", dispatch_block=1250), size=40_000)
     policy = Policy(lay)
     policy.volatile = True
     policy.estimates = {link: C for link in policy.links}
@@ -435,7 +388,7 @@ def test_over_real_sockets_the_coordinator_dispatches_and_every_worker_gets_the_
         for w in lay.worker_names:
             np.testing.assert_array_equal(got[(w, it)], exact, err_msg=f"{w} iteration {it}")
     # Each worker told the dispatcher of each block once: 32 blocks of 1,250 values.
-    assert optimal.blocks_of(policy.policy, lay) == 32
+    assert planner.blocks_of(policy.policy, lay) == 32
     assert sorted(reports) == sorted((it, b) for it in range(3) for b in range(32) for _ in range(4))
 
 

@@ -43,7 +43,7 @@ def test_a_file_without_an_experiment_has_none():
 @pytest.mark.parametrize("exp,path,words", [
     ("sync: fedprox\n", "experiment.sync",
      "unknown sync 'fedprox'; available: esync, fedasync, fedavg, nbsync, ssgd"),
-    ("sync: fedasync\noverlay: mlnet\n", "experiment.overlay", "fedasync runs over ps, not mlnet"),
+    ("sync: fedasync\noverlay: mlnet\n", "experiment.overlay", "fedasync needs every worker connected straight to the roots, which mlnet does not provide"),
     ("sync: fedavg\nsync_options: {tau: 5}\n", "experiment.sync_options.tau",
      "fedavg has no parameter 'tau' (it has: local_steps)"),
     ("sync: fedavg\nsync_options: {local_steps: 2.5}\n", "experiment.sync_options.local_steps",
@@ -55,8 +55,9 @@ def test_a_file_without_an_experiment_has_none():
     ("overlay: mesh\n", "experiment.overlay", "unknown overlay 'mesh'"),
     ("server_dc: west\n", "experiment.server_dc", "west has no servers"),
     ("server_dc: mars\n", "experiment.server_dc", "unknown data center 'mars'"),
-    ("workload: synthetic\nmodel: mlp\n", "experiment.model", "unknown model 'mlp'"),
-    ("model: resnet18\n", "experiment.model", "unknown model 'resnet18'"),
+    ("workload: synthetic\nmodel: lenet\n", "experiment.model", "unknown model 'lenet'"),
+    ("model: resnet18\n", "experiment.model",
+     "resnet18 has shapes only: it runs a synthetic workload, not train (trainable: cnn, mlp)"),
     ("dataset: mnist\n", "experiment.data_dir", "read from a local folder"),
     ("dataset: mnist\ndata_dir: /nonexistent/mnist\n", "experiment.data_dir", "is not a folder"),
     ("workload: synthetic\nstop: {accuracy: 0.9}\n", "experiment.stop.accuracy", "no accuracy"),
@@ -118,13 +119,13 @@ def test_synthetic_workers_may_be_faster_than_the_reference():
 
 def test_a_synthetic_worker_at_speed_two_computes_for_half_the_time(monkeypatch):
     from agents import workload as W
-    from agents.config import Workload
+    from agents.config import WorkloadSettings
     slept = []
     monkeypatch.setattr(W.time, "sleep", slept.append)
-    wl = Workload(kind="synthetic", model="flat-10", compute_time=0.3)
+    wl = WorkloadSettings(kind="synthetic", model="flat-10", compute_time=0.3)
     params = W.parameters_for(wl)
     for speed in (1.0, 2.0, 0.5):
-        W.Trainer(wl, 0, 1, speed, params).gradients()
+        W.workload_of(wl).trainer(0, 1, speed, params).gradients()
     assert slept == [0.3, 0.15, 0.6]
 
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agents.fairqueue import FairQueue
+from agents.transport.fairqueue import FairQueue
 
 
 def drain(q):
@@ -66,21 +66,3 @@ def test_every_message_leaves_once_and_each_flow_keeps_its_order(messages):
     for flow in "abc":
         mine = [i for f, i in out if f == flow]
         assert mine == sorted(mine)
-
-
-def test_a_higher_priority_number_waits_for_every_lower_one_and_keeps_its_own_tags():
-    q = FairQueue()
-    q.append("backup-0", flow="b", weight=0.01, size=10, priority=1)      # tags 0, then 1000
-    q.append("backup-1", flow="b", weight=0.01, size=10, priority=1)
-    q.append("late-segment", flow="c", weight=1.0, size=10, priority=0.5)
-    q.append("main-0", flow="m", weight=1.0, size=10)                     # tags 0, 10, 20
-    assert q.popleft() == "main-0"
-    q.append("main-1", flow="m", weight=1.0, size=10)
-    assert drain(q) == ["main-1", "late-segment", "backup-0", "backup-1"]
-    # Serving the backups (tag 1000) moved only their own virtual time: a
-    # message without a flow is tagged 10, the main flow's last start, and
-    # goes before the main flow's next (20).  One virtual time for all would
-    # tag both 1000 and keep their arrival order.
-    q.append("main-2", flow="m", weight=1.0, size=10)
-    q.append("plain", size=10)
-    assert drain(q) == ["plain", "main-2"]

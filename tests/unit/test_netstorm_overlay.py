@@ -7,9 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents.overlay import netstorm as ns
+from agents.overlay.netstorm import node as ns_node
+from agents.overlay.netstorm import plan as ns_plan
 from agents.overlay.layout import Layout
-from agents.overlay.netstorm_policy import Policy, relative_change
+from agents.overlay.netstorm.policy import Policy, relative_change
 from testbed.spec.topogen import ring_links
 from tests.dataplane_sim import Recorder, simulate
 
@@ -30,7 +31,7 @@ def test_a_plan_puts_workers_below_their_server_and_servers_on_the_root_tree():
     policy = {"perf": {"d0": 2.0, "d1": 1.0, "d2": 0.0},
               "parents": {"d0": {"d1": "d0", "d2": "d0"}, "d1": {"d0": "d1", "d2": "d0"}},
               "routes": {}}
-    plan = ns.plan_of(policy, lay)
+    plan = ns_plan.plan_of(policy, lay)
     # Quotas: d0 ceil(2/3 * 10) = 7, d1 4; pieces of 4 alternate while both have room.
     assert [(p.start, p.stop, p.root) for p in plan.pieces] == [(0, 4, "d0-s0"), (4, 8, "d1-s0"),
                                                                (8, 10, "d0-s0")]
@@ -42,8 +43,8 @@ def test_a_plan_puts_workers_below_their_server_and_servers_on_the_root_tree():
 
 
 def test_a_dc_without_a_server_is_refused_with_its_name():
-    assert ns.refuse({"a": 1, "b": 0}) == "netstorm relays at a server in every DC, and b has none"
-    assert ns.refuse({"a": 1, "b": 2}) is None
+    assert ns_plan.refuse({"a": 1, "b": 0}) == "netstorm relays at a server in every DC, and b has none"
+    assert ns_plan.refuse({"a": 1, "b": 2}) is None
 
 
 def test_relative_change_is_the_mean_over_the_links_that_moved():
@@ -103,10 +104,10 @@ def test_probe_estimates_fill_links_without_samples_and_samples_win():
 
 def test_multipath_detours_only_when_the_primary_queue_is_long_and_the_auxiliary_short():
     lay = layout(4, multipath=1, queue_limit=1)
-    node = ns.Node("d0-s0", lay, 1, Recorder().fold, "coord")
-    policy = ns.compute_policy({(a, b): 1.0 for a, b, *_ in
+    node = ns_node.Node("d0-s0", lay, 1, Recorder().fold, "coord")
+    policy = ns_plan.compute_policy({(a, b): 1.0 for a, b, *_ in
                                 [(x[0], x[1]) for x in lay.links] + [(x[1], x[0]) for x in lay.links]},
-                               ns.overlay_dcs(lay), lay)
+                               ns_plan.overlay_dcs(lay), lay)
     node.on_message("coord", {"type": "ns_policy", "it": 0, "version": 0, "policy": policy}, None)
     header = {"type": "agg", "it": 0, "piece": 0, "seg": 0}
     # On the 4-ring, d0 -> d1 has the auxiliary path d0-d3-d2-d1.
@@ -125,7 +126,7 @@ def test_a_relay_stamps_what_it_forwards_by_the_rule_for_what_it_sends():
     # stamps a large one for its next hop, not a small one, and drops the
     # times the first hop's stamp left behind.
     lay = layout(4, multipath=1, sample_bytes=400)
-    relay = ns.Node("d3-s0", lay, 1, Recorder().fold, "coord")
+    relay = ns_node.Node("d3-s0", lay, 1, Recorder().fold, "coord")
     header = {"type": "agg", "it": 0, "piece": 0, "seg": 0, "from": "d0-s0", "to": "d1-s0",
               "route": ["d2-s0", "d1-s0"], "sent": 1.0, "arrived": 2.0}
     (dst, out, _), = relay.on_message("d0-s0", header, np.zeros(100, np.float32))
@@ -180,12 +181,12 @@ def test_a_server_done_with_the_last_iteration_stays_to_relay_others_detours():
 
 def test_only_servers_whose_messages_may_detour_wait_for_farewells():
     lay = layout(3, multipath=1)
-    server = ns.Node("d0-s0", lay, 1, Recorder().fold, "coord")
+    server = ns_node.Node("d0-s0", lay, 1, Recorder().fold, "coord")
     assert [dst for dst, _, _ in server.farewell()] == ["d1-s0", "d2-s0"]
     assert server.lingering() == ["d1-s0", "d2-s0"]
     server.on_message("d2-s0", {"type": "ns_farewell"}, None)
     assert server.lingering() == ["d1-s0"]
-    worker = ns.Node("d0-w0", lay, 1, Recorder().fold, "coord")
+    worker = ns_node.Node("d0-w0", lay, 1, Recorder().fold, "coord")
     assert worker.farewell() == [] and worker.lingering() == []
-    single = ns.Node("d0-s0", layout(3, multipath=0), 1, Recorder().fold, "coord")
+    single = ns_node.Node("d0-s0", layout(3, multipath=0), 1, Recorder().fold, "coord")
     assert single.farewell() == [] and single.lingering() == []

@@ -3,17 +3,20 @@
 import numpy as np
 import pytest
 
-from agents.config import Workload
-from agents.overlay import mlnet, ps
+from agents.config import WorkloadSettings
+from agents.overlay import mlnet
+from agents.overlay.mlnet import MLNET
+from agents.overlay.ps import PS
 from agents.overlay.layout import Layout
-from agents.sync.ssgd import Rule
+from agents.sync.ssgd import SSGD
+from agents.workload import FlatModel
 
 
 def test_the_star_cuts_the_model_evenly_across_the_server_dcs_servers():
     lay = Layout(size=10, workers=[["a-w0", "a"], ["b-w0", "b"]],
                  servers=[["a-s0", "a"], ["a-s1", "a"], ["b-s0", "b"]], server_dc="a",
                  dcs=["a", "b"], links=[["a", "b", 1e6, 1e6, 0.01, 0.01]])
-    plan = ps.plan(lay)
+    plan = PS().plan(lay)
     assert [(p.start, p.stop, p.root) for p in plan.pieces] == [(0, 5, "a-s0"), (5, 10, "a-s1")]
     for p in plan.pieces:
         assert p.parent == {"a-w0": p.root, "b-w0": p.root}
@@ -47,7 +50,7 @@ def test_mlnet_with_k3_is_two_levels():
 
 
 def test_mlnet_aggregates_at_each_dcs_server_or_first_worker():
-    plan = mlnet.plan(SIX)
+    plan = MLNET(SIX.options).plan(SIX)
     (piece,) = plan.pieces
     assert piece.root == "r-s0"
     assert piece.parent == {
@@ -61,7 +64,8 @@ def test_mlnet_aggregates_at_each_dcs_server_or_first_worker():
 
 
 def test_ssgd_averages_then_steps_with_momentum():
-    rule = Rule(np.array([1.0, 2.0, 5.0], np.float32), Workload(lr=0.5, momentum=0.9))
+    rule = SSGD().rule(FlatModel(np.array([1.0, 2.0, 5.0], np.float32), 3,
+                                 WorkloadSettings(lr=0.5, momentum=0.9)))
     # Two gradients summing to [4, 2] on elements 0..2: mean [2, 1]; v = [2, 1];
     # p = [1, 2] - 0.5 * [2, 1] = [0, 1.5]
     np.testing.assert_allclose(rule.fold(0, 2, np.array([4.0, 2.0], np.float32), 2), [0.0, 1.5])

@@ -7,7 +7,7 @@ import threading
 import numpy as np
 import pytest
 
-from agents.pacing import TokenBucket
+from agents.transport.pacing import TokenBucket
 from agents.transport import Endpoint, RecvTimeout
 from tests.ports import free_port
 from tests.stalls import judged, unstalled

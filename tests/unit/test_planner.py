@@ -1,4 +1,4 @@
-"""The planner (`overlay: optimal`): trees and slices from estimated numbers,
+"""The planner (`overlay: planner`): trees and slices from estimated numbers,
 checked by hand on small WANs, and the seed systems' plans held against
 the best packing as fixed points."""
 
@@ -12,13 +12,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agents.overlay.planner import plan as planner
 from agents.config import Peer
-from agents.fairqueue import FairQueue
-from agents.overlay import mlnet, optimal, ps
-from agents.overlay import netstorm as ns
+from agents.transport.fairqueue import FairQueue
+from agents.overlay.mlnet import MLNET
+from agents.overlay.ps import PS
+from agents.overlay.netstorm import plan as ns_plan
 from agents.overlay.layout import Layout
-from agents.overlay.optimal_node import Node
-from agents.overlay.optimal_policy import Policy
+from agents.overlay.planner.node import Node
+from agents.overlay.planner.policy import Policy
 from agents.planning.evaluate import link_shares, plan_loads, plan_rate
 from agents.planning.packing import arc_delays, tree_packing
 from testbed import spec as S
@@ -75,13 +77,13 @@ def dc_of(layout):
 @pytest.mark.parametrize("n", [3, 4])
 def test_on_a_transit_hub_star_the_planner_reaches_two_n_minus_1_over_n(n):
     layout = star_layout(n)
-    policy = optimal.compute_policy(speeds_of(layout), delays_of(layout), optimal.overlay_dcs(layout), layout)
+    policy = planner.compute_policy(speeds_of(layout), delays_of(layout), planner.overlay_dcs(layout), layout)
     # Every access link carries 2(N-1)/N models: the rate is C N / (2 (N-1)),
     # 0.75 C for N = 3 and 2/3 C for N = 4, which t_lb says nothing beats.
     assert policy["rate"] == pytest.approx(C * n / (2 * (n - 1)), rel=1e-5)
     # Stars through the hub: a leaf's sum takes 2 d to its root, and back: 4 d.
     assert policy["latency"] == pytest.approx(0.04)
-    plan = optimal.plan_of(policy, layout)
+    plan = planner.plan_of(policy, layout)
     assert sum(p.size for p in plan.pieces) == layout.size
     # The plan as a fixed point synchronizes at its policy's rate.
     paths = {tuple(k.split(">")): tuple(v) for k, v in layout.routes.items()}
@@ -99,39 +101,39 @@ def test_a_connection_s_share_of_the_model_loads_every_link_of_its_path():
 def test_trees_are_paired_by_the_north_west_corner_rule():
     reduce = [["A", 0.5], ["B", 0.3]]
     broadcast = [["C", 0.6], ["D", 0.2]]
-    assert optimal.pair_trees(reduce, broadcast) == [("A", "C", 0.5), ("B", "C", pytest.approx(0.1)),
+    assert planner.pair_trees(reduce, broadcast) == [("A", "C", 0.5), ("B", "C", pytest.approx(0.1)),
                                                      ("B", "D", pytest.approx(0.2))]
     # What one kind has beyond the other is dropped: a root carries what it does both ways.
-    assert optimal.pair_trees([["A", 0.5]], [["C", 0.2]]) == [("A", "C", 0.2)]
+    assert planner.pair_trees([["A", 0.5]], [["C", 0.2]]) == [("A", "C", 0.2)]
 
 
 def test_slices_are_sized_by_rate_with_largest_remainders():
-    assert optimal.slice_sizes([1, 1, 1], 10) == [4, 3, 3]
-    assert optimal.slice_sizes([3, 1], 10) == [8, 2]          # 7.5, 2.5: the tie goes first
-    assert optimal.slice_sizes([0.2, 0.5, 0.3], 7) == [1, 4, 2]
+    assert planner.slice_sizes([1, 1, 1], 10) == [4, 3, 3]
+    assert planner.slice_sizes([3, 1], 10) == [8, 2]          # 7.5, 2.5: the tie goes first
+    assert planner.slice_sizes([0.2, 0.5, 0.3], 7) == [1, 4, 2]
 
 
 def test_slices_with_fills_are_sized_to_finish_together_and_one_too_slow_to_fill_gets_none():
     # 4 bytes/s each, 10 elements (40 bytes), fills 0 and 2 s: T = (40 + 4 x 2) / 8 = 6 s,
     # so 4 x 6 / 4 = 6 elements and 4 x (6 - 2) / 4 = 4; each then finishes at 6 s.
-    assert optimal.slice_sizes([4, 4], 10, [0.0, 2.0]) == [6, 4]
+    assert planner.slice_sizes([4, 4], 10, [0.0, 2.0]) == [6, 4]
     # A fill of 20 s is past the T = (40 + 80) / 8 = 15 s of both: the first alone takes 10 s.
-    assert optimal.slice_sizes([4, 4], 10, [0.0, 20.0]) == [10, 0]
+    assert planner.slice_sizes([4, 4], 10, [0.0, 20.0]) == [10, 0]
     # Equal fills change nothing: by rate, as without them.
-    assert optimal.slice_sizes([3, 1], 10, [1.0, 1.0]) == [8, 2]
+    assert planner.slice_sizes([3, 1], 10, [1.0, 1.0]) == [8, 2]
     # A model of no elements: nothing to size, and it takes the least fill.
-    assert optimal.slice_sizes([4, 4], 0, [1.0, 2.0]) == [0, 0]
-    assert optimal.finishing([4, 4], [1.0, 2.0], 0) == (1.0, [0])
-    assert optimal.finishing([4, 4], [0.0, 0.0], 0) == (0.0, [0, 1])
+    assert planner.slice_sizes([4, 4], 0, [1.0, 2.0]) == [0, 0]
+    assert planner.finishing([4, 4], [1.0, 2.0], 0) == (1.0, [0])
+    assert planner.finishing([4, 4], [0.0, 0.0], 0) == (0.0, [0, 1])
 
 
 def test_a_slice_s_fill_is_its_share_of_a_segment_on_every_hop_plus_its_path_s_delay():
     slices = [{"root": "a", "rate": 1000.0, "delay": 0.05, "reduce": [["b", "a"], ["c", "b"]],
                "broadcast": [["a", "b"], ["a", "c"]]}]
     # Depth 2 + 1 hops, a segment of 250 elements (1000 bytes) at 1000 bytes/s: 3 s, plus 0.05.
-    assert optimal.fill_times({"slices": slices}, 250, 10_000) == [pytest.approx(3.05)]
+    assert planner.fill_times({"slices": slices}, 250, 10_000) == [pytest.approx(3.05)]
     # A slice of 100 elements is one segment of 400 bytes: 3 x 0.4 s, plus 0.05.
-    assert optimal.fill_times({"slices": slices}, 250, 100) == [pytest.approx(1.25)]
+    assert planner.fill_times({"slices": slices}, 250, 100) == [pytest.approx(1.25)]
 
 
 def test_segments_give_every_hop_of_a_slice_several_segments_but_not_fewer_than_the_floor():
@@ -141,22 +143,22 @@ def test_segments_give_every_hop_of_a_slice_several_segments_but_not_fewer_than_
                          {"root": "l1", "rate": 1.0, "reduce": [["l2", "l0"], ["l0", "l1"]],
                           "broadcast": [["l1", "l0"], ["l0", "l2"]]}]}
     # Slices of 6000; depths 1 + 1 and 2 + 2 hops: 6000 / (4 x 4) = 375 elements.
-    assert optimal.segment_of(policy, layout) == 375
+    assert planner.segment_of(policy, layout) == 375
     layout = dataclasses.replace(layout, options={"pipeline": 4, "min_segment": 1000})
-    assert optimal.segment_of(policy, layout) == 1000
+    assert planner.segment_of(policy, layout) == 1000
 
 
 def test_a_dc_paces_each_connection_at_its_planned_load_in_bits():
     layout = star_layout(3)
     policy = {"loads": {"l0>l1": 1000.0, "l0>l2": 500.0, "l1>l0": 250.0}, "pace": True}
-    assert optimal.connection_rates(policy, "l0", layout) == {"l1-s0": 8000.0, "l2-s0": 4000.0}
-    assert optimal.connection_rates({**policy, "pace": False}, "l0", layout) == {}
+    assert planner.connection_rates(policy, "l0", layout) == {"l1-s0": 8000.0, "l2-s0": 4000.0}
+    assert planner.connection_rates({**policy, "pace": False}, "l0", layout) == {}
     layout = dataclasses.replace(layout, options={"pace_share": 1.5})
-    assert optimal.connection_rates(policy, "l1", layout) == {"l0-s0": 3000.0}
+    assert planner.connection_rates(policy, "l1", layout) == {"l0-s0": 3000.0}
 
 
 def test_the_coordinator_plans_from_probe_estimates_and_paces_only_once_every_link_has_one():
-    layout = dataclasses.replace(star_layout(3), options={"overheads": 1})
+    layout = star_layout(3)
     clock = [0.0]
     policy = Policy(layout, clock=lambda: clock[0])
     # 8 Mbit/s on the wire is 8e6 x 1448/1514 / 8 = 956,407 payload bytes/s; only the
@@ -181,10 +183,8 @@ def test_the_coordinator_plans_from_probe_estimates_and_paces_only_once_every_li
     (replan,) = policy.tick(now=10.5)
     assert replan["decision"] == "replan" and replan["version"] == 1 and policy.policy["pace"]
     # Estimated, not configured: the configured links are C = 1 MB/s, the estimates 0.956,
-    # of which the plan takes what the ACKs and the segments' headers leave (no probe
-    # budget here): (1 - 66 / 3028) x 16384 / 16604 = 0.965242.
-    assert optimal.usable_share(layout) == pytest.approx(0.965242, abs=1e-6)
-    assert replan["rate"] == pytest.approx(956_407.0 * optimal.usable_share(layout) * 8 * 3 / 4, rel=1e-4)
+    # and the plan takes the whole estimate.
+    assert replan["rate"] == pytest.approx(956_407.0 * 8 * 3 / 4, rel=1e-4)
     assert policy.policy["latency"] == pytest.approx(0.04)
     # A train that reads 30% less within the memory (8 s) is a train that queued behind
     # the plan's own traffic: the highest reading stands.
@@ -199,19 +199,6 @@ def test_the_coordinator_plans_from_probe_estimates_and_paces_only_once_every_li
     policy.solving.join()
     (replan,) = policy.tick(now=13.5)
     assert replan["change"] == pytest.approx(0.3)
-
-
-def test_a_plan_takes_what_the_probes_the_acks_and_the_segment_headers_leave_of_a_link():
-    layout = dataclasses.replace(star_layout(3), probe_share=0.05, options={"overheads": 1})
-    # 1 - 5% for the probes - 66 / (2 x 1514) for the ACKs = 0.928203; a segment of
-    # 4,096 values is 16,384 bytes and 220 of header: x 16384 / 16604 = 0.915904.
-    assert optimal.usable_share(layout) == pytest.approx(0.915904, abs=1e-6)
-    smaller = dataclasses.replace(layout, options={"overheads": 1, "min_segment": 1024})
-    assert optimal.usable_share(smaller) == pytest.approx(0.928203 * 4096 / 4316, abs=1e-6)
-    off = dataclasses.replace(layout, options={})          # the default: the whole estimate
-    assert optimal.usable_share(off) == 1.0
-    # The runner gives the planner the experiment's probe budget.
-    assert layout_of("netstorm-9dc-dynamic.yaml", 10)[1].probe_share == 0.05
 
 
 def test_a_link_s_delay_is_half_the_least_rtt_read_within_the_rtt_memory():
@@ -290,18 +277,18 @@ def test_a_replan_keeps_the_rate_a_fresh_start_keeps_where_the_last_plan_s_trees
     doc = json.load(open(REPLAN))
     spec, layout = layout_of("netstorm-9dc.yaml", 2_500_000)
     links = lambda d: {tuple(k.split("->")): v for k, v in d.items()}  # noqa: E731
-    order = optimal.overlay_dcs(layout)
-    first = optimal.compute_policy(links(doc["first"]), {}, order, layout)
+    order = planner.overlay_dcs(layout)
+    first = planner.compute_policy(links(doc["first"]), {}, order, layout)
     speeds, delays = links(doc["replan"]), {k: v / 2 for k, v in links(doc["rtt"]).items()}
-    replan = optimal.compute_policy(speeds, delays, order, layout, first)
-    wan = optimal.wan_of_estimates(speeds, delays, order, layout)
-    paths = optimal.route_paths(layout, order)
+    replan = planner.compute_policy(speeds, delays, order, layout, first)
+    wan = planner.wan_of_estimates(speeds, delays, order, layout)
+    paths = planner.route_paths(layout, order)
     most = tree_packing(wan, paths=paths, keep=2)
     assert most.rate >= 0.95 * tree_packing(wan, paths=paths).rate
-    slices = optimal.slices_of(most, wan.agents, arc_delays(wan, paths))
-    assert replan["finish"] <= optimal.policy_of(most, slices, layout)["finish"]
+    slices = planner.slices_of(most, wan.agents, arc_delays(wan, paths))
+    assert replan["finish"] <= planner.policy_of(most, slices, layout)["finish"]
     # Of the two starts, the plan kept finishes no later than the fresh one alone.
-    assert replan["finish"] <= optimal.compute_policy(speeds, delays, order, layout)["finish"]
+    assert replan["finish"] <= planner.compute_policy(speeds, delays, order, layout)["finish"]
 
 
 # ------------------------------------------------- the seeds as fixed points
@@ -311,11 +298,11 @@ def test_no_seed_plan_synchronizes_faster_than_the_best_packing(topology, size):
     spec, layout = layout_of(topology, size, options={"trade_rate": 0, "fill_aware": 0})  # the most rate
     wan, paths, capacity = paths_and_capacity(spec, layout)
     best = tree_packing(wan).rate
-    order = ns.overlay_dcs(layout)
+    order = ns_plan.overlay_dcs(layout)
     speeds = {link: rate for link, rate in capacity.items() if link[0] in order and link[1] in order}
-    plans = {"ps": ps.plan(layout), "mlnet": mlnet.plan(layout),
-             "netstorm": ns.plan_of(ns.compute_policy(speeds, order, layout), layout),
-             "optimal": optimal.plan_of(optimal.compute_policy(capacity, {}, order, layout), layout)}
+    plans = {"ps": PS().plan(layout), "mlnet": MLNET(layout.options).plan(layout),
+             "netstorm": ns_plan.plan_of(ns_plan.compute_policy(speeds, order, layout), layout),
+             "optimal": planner.plan_of(planner.compute_policy(capacity, {}, order, layout), layout)}
     rates = {name: plan_rate(plan, dc_of(layout), paths, capacity) for name, plan in plans.items()}
     assert all(rate <= best * (1 + 1e-6) for rate in rates.values()), (rates, best)
     # The planner's own plan is the best held to the routers' paths, with two
@@ -330,14 +317,14 @@ def test_the_planner_is_within_ten_percent_of_the_lower_bound_on_netstorms_wan_f
     spec, layout = layout_of("netstorm-9dc.yaml", 2_500_000, options={"fill_aware": 0})
     wan, _, capacity = paths_and_capacity(spec, layout)
     delays = {link: d for link, (_, d) in wan.links.items()}
-    order = ns.overlay_dcs(layout)
-    fluid = optimal.compute_policy(capacity, delays, order, layout)
+    order = ns_plan.overlay_dcs(layout)
+    fluid = planner.compute_policy(capacity, delays, order, layout)
     model = 4 * layout.size
     assert fluid["finish"] == pytest.approx(model / fluid["rate"] + fluid["latency"])
     assert fluid["finish"] <= 1.1 * t_lb(wan, model)
     filled = dataclasses.replace(layout, options={})
-    policy = optimal.compute_policy(capacity, delays, order, filled)
-    assert policy["finish"] < optimal.finish_time(fluid, filled)
+    policy = planner.compute_policy(capacity, delays, order, filled)
+    assert policy["finish"] < planner.finish_time(fluid, filled)
 
 
 # ---------------------------------------------------------------- a property
@@ -358,30 +345,30 @@ def test_on_random_wans_every_slice_spans_every_dc_and_no_link_is_planned_past_i
                     server_dc=dcs[0], dcs=dcs, links=links, routes=routes,
                     options={"keep": 2, "trade_rate": 0})
     speeds = speeds_of(layout)
-    policy = optimal.compute_policy(speeds, delays_of(layout), dcs, layout)
+    policy = planner.compute_policy(speeds, delays_of(layout), dcs, layout)
     for s in policy["slices"]:
         assert {v for _, v in s["broadcast"]} | {s["root"]} == set(dcs)
         assert {u for u, _ in s["reduce"]} | {s["root"]} == set(dcs)
-    plan = optimal.plan_of(policy, layout)        # validates: every contribution counted once
+    plan = planner.plan_of(policy, layout)        # validates: every contribution counted once
     paths = {tuple(k.split(">")): tuple(v) for k, v in routes.items()}
     loads = plan_loads(plan, dc_of(layout), paths)
     # Sized by rate, every link is within its estimate at the plan's rate ...
     by_rate = dataclasses.replace(layout, options={**layout.options, "fill_aware": 0})
-    by_rate = optimal.plan_of(policy, by_rate)
+    by_rate = planner.plan_of(policy, by_rate)
     for link, load in plan_loads(by_rate, dc_of(layout), paths).items():
         assert load * policy["rate"] <= speeds[link] * (1 + 1e-3) + 1e-6
     # ... and sized for their fills, the slices finish together, within one element's
     # time, and no link carries more than its estimate does in that time.
-    share = optimal.option(layout, "fill_aware")
-    fills = optimal.fill_times(policy, optimal.segment_of(policy, layout), layout.size)
-    sizes = optimal.sizes_of(policy, layout)
+    share = planner.option(layout, "fill_aware")
+    fills = planner.fill_times(policy, planner.segment_of(policy, layout), layout.size)
+    sizes = planner.sizes_of(policy, layout)
     finish = [share * f + 4 * n / s["rate"] for f, n, s in zip(fills, sizes, policy["slices"]) if n]
     assert max(finish) - min(finish) <= 4 / min(s["rate"] for s in policy["slices"])
     assert policy["finish"] == pytest.approx(max(finish), abs=4 / min(s["rate"] for s in policy["slices"]))
     for link, load in loads.items():
         assert load * 4 * layout.size <= speeds[link] * max(finish) * (1 + 1e-3) + 1e-6
     # What a run's release says of each piece is the plan's piece, due at the plan's finish.
-    planned = optimal.pieces_planned(policy, layout)
+    planned = planner.pieces_planned(policy, layout)
     assert [(f"{p['root']}-s0", p["elements"]) for p in planned] == [(pc.root, pc.size) for pc in plan.pieces]
     for p in planned:
         assert p["fill"] + 32 * p["elements"] / p["rate"] == pytest.approx(
@@ -394,24 +381,24 @@ def test_a_link_takes_its_own_pair_s_estimate_or_else_the_fastest_pair_routed_ac
     links = [("a", "b"), ("b", "a"), ("b", "c"), ("c", "b")]
     # a->b has its own estimate (9); b->c only the a->c path across it, a floor of 5;
     # c->b and b->a the c->a path, 4; nothing is invented for a link no pair crossed.
-    assert optimal.link_estimates(pairs, routes, links) == {("a", "b"): 9.0, ("b", "c"): 5.0,
+    assert planner.link_estimates(pairs, routes, links) == {("a", "b"): 9.0, ("b", "c"): 5.0,
                                                             ("c", "b"): 4.0, ("b", "a"): 4.0}
-    assert optimal.link_estimates({("a", "b"): 9.0}, routes, links) == {("a", "b"): 9.0}
+    assert planner.link_estimates({("a", "b"): 9.0}, routes, links) == {("a", "b"): 9.0}
 
 
 def test_the_planner_is_refused_only_where_a_dc_with_workers_has_no_server():
-    assert optimal.refuse({"a": 1, "hub": 0}, {"a": 2, "hub": 0}) is None
-    assert optimal.refuse({"a": 1, "b": 0}, {"a": 1, "b": 2}) == \
-        "optimal sums each DC's workers at its server, and b has workers but no server"
+    assert planner.refuse({"a": 1, "hub": 0}, {"a": 2, "hub": 0}) is None
+    assert planner.refuse({"a": 1, "b": 0}, {"a": 1, "b": 2}) == \
+        "the planner sums each DC's workers at its server, and b has workers but no server"
 
 
 def test_a_small_model_trades_rate_for_shallower_trees_and_a_large_one_does_not():
     spec, layout = layout_of("netstorm-9dc.yaml", 10_000, options={"fill_aware": 0})   # M / R + latency
     wan, _, capacity = paths_and_capacity(spec, layout)
     delays = {link: d for link, (_, d) in wan.links.items()}
-    order = ns.overlay_dcs(layout)
-    small = optimal.compute_policy(capacity, delays, order, layout)
-    large = optimal.compute_policy(capacity, delays, order, dataclasses.replace(layout, size=2_500_000))
+    order = ns_plan.overlay_dcs(layout)
+    small = planner.compute_policy(capacity, delays, order, layout)
+    large = planner.compute_policy(capacity, delays, order, dataclasses.replace(layout, size=2_500_000))
     assert small["latency"] < large["latency"] and small["rate"] < large["rate"]
     # Each is the sooner of the two for its own model.
     for mine, other, size in ((small, large, 10_000), (large, small, 2_500_000)):

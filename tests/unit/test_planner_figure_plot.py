@@ -37,10 +37,10 @@ def test_the_gap_of_a_changing_wan_is_the_median_of_each_iterations_own_ratios(p
 def test_pooled_ratios_gather_every_draw_and_run_of_a_system_per_redraw_period(plot):
     series = {("dynamic-2mb", "netstorm"): [(1, 3.0, 1.0), (2, 6.0, 2.0)],
               ("dynamic-2mb-draw1-again", "netstorm"): [(1, 8.0, 2.0)],
-              ("dynamic-2mb-dispatch", "optimal"): [(1, 2.0, 1.0), (2, 5.0, 2.0)],
-              ("dynamic-2mb", "optimal"): [(1, 2.8, 1.0)],
-              ("dynamic-2mb-steady2", "optimal"): [(1, 9.0, 1.0)],
-              ("dynamic50-2mb", "optimal"): [(1, 1.5, 1.0)],
+              ("dynamic-2mb-dispatch", "planner"): [(1, 2.0, 1.0), (2, 5.0, 2.0)],
+              ("dynamic-2mb", "planner"): [(1, 2.8, 1.0)],
+              ("dynamic-2mb-steady2", "planner"): [(1, 9.0, 1.0)],
+              ("dynamic50-2mb", "planner"): [(1, 1.5, 1.0)],
               ("static-1mb", "netstorm"): [(1, 7.0, 1.0)]}
     assert plot.pooled(series) == {("10 s", "NetStorm"): (3.0, 3),               # 3, 3, 4
                                    ("10 s", "planner"): (2.8, 1),

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from agents.config import AgentConfig, Peer, Transport
+from agents.config import AgentConfig, Peer, SearchSection, Transport
 from agents.events import read_events
 from testbed.analysis.search_report import pacing
 from tests.ports import free_port
@@ -31,12 +31,12 @@ def configs(tmp_path, policy):
     transport = Transport(chunk_bytes=CHUNK)
     out = [AgentConfig(name=p.name, role="machine", dc="c", host=p.host, port=p.port,
                        events=str(tmp_path / f"{p.name}.jsonl"), workers=machines,
-                       coordinator=scheduler, transport=transport,
-                       coordination={"chunk_bytes": CHUNK}) for p in machines]
+                       coordinator=scheduler, transport=transport) for p in machines]
     out.append(AgentConfig(name=scheduler.name, role="scheduler", dc="c", host=scheduler.host,
                            port=scheduler.port, events=str(tmp_path / "c-c.jsonl"), workers=machines,
                            coordinator=scheduler, transport=transport,
-                           coordination={"search": SEARCH, "policy": policy, "capacity": CAPACITY}))
+                           search=SearchSection(search=SEARCH, policy=policy, policy_options={},
+                                                capacity=CAPACITY)))
     return out
 
 

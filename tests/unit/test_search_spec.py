@@ -40,15 +40,16 @@ def test_defaults_pick_the_dc_with_most_hosts():
 
 
 @pytest.mark.parametrize("search,path,words", [
-    ("policy: lifo", "search.policy", "unknown policy 'lifo'; available: fair, fifo-lm"),
+    ("policy: lifo", "search.policy",
+     "unknown coflow policy 'lifo'; available: beamer, fair, fifo-lm, sincronia, varys"),
     ("dc: mars", "search.dc", "unknown data center 'mars'"),
     ("workers: 6", "search.workers", "a job's 6 workers and its PS need 7 hosts; cluster has 6"),
     ("eta: 1", "search.eta", "must be a whole number in 2..100"),
     ("compute: [1s, 100ms]", "search.compute", "the shortest is longer than the longest"),
     ("compute: 1s", "search.compute", "must be [shortest, longest]"),
     ("models: {big: 0}", "search.models", "sizes in MB above zero"),
-    ("policy: beamer\npolicy_options: {ordering: random}", "search.policy_options",
-     "beamer does not take"),
+    ("policy: beamer\npolicy_options: {ordering: random}", "search.policy_options.ordering",
+     "'random' must be one of stages, coflows"),
     ("stop: {iterations: 3}", "search.stop.iterations", "unknown key"),
     ("configs: 0", "search.configs", "whole number in 1..10000"),
 ])

@@ -5,15 +5,15 @@ import textwrap
 
 import numpy as np
 
-from agents.config import Workload
-from agents.workload import Trainer, parameters_for
+from agents.config import WorkloadSettings
+from agents.workload import parameters_for, workload_of
 from testbed import spec as S
 from testbed.emulation.delay import link_seed
 
 
 def synthetic_gradients(seed, rank=0):
-    w = Workload(kind="synthetic", model="flat-1000", compute_time=0.0, seed=seed)
-    return Trainer(w, rank, 2, 1.0, parameters_for(w)).grads
+    w = WorkloadSettings(kind="synthetic", model="flat-1000", compute_time=0.0, seed=seed)
+    return workload_of(w).trainer(rank, 2, 1.0, parameters_for(w)).grads
 
 
 def test_two_seeds_give_different_synthetic_gradients_and_one_seed_the_same():

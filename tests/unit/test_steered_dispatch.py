@@ -1,4 +1,4 @@
-"""The dispatcher steered by the probes' latest readings (`dispatch_steer`):
+"""The dispatcher steered by the probes' latest readings (`dispatch: steer`):
 the family's slice rates that carry the most on those readings (an LP),
 each slice's window from its rate, and the dispatcher taking new windows
 while its iteration runs; checked by hand, and every block given once
@@ -11,17 +11,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents.dataplane.dispatch import ARRIVED
-from agents.overlay import optimal
-from agents.overlay.dispatcher import Dispatch
-from agents.overlay.optimal_policy import Policy
+from agents.overlay.planner import plan as planner
 from agents.planning.wan import GOODPUT_SHARE
+from agents.dataplane.dispatch import ARRIVED
+from agents.overlay.planner.dispatcher import Dispatch
+from agents.overlay.planner.policy import Policy
 from tests.unit.test_dispatch import dispatched_layout, family_policy
-from tests.unit.test_planner_detours import kite, layout_over
+from tests.planner_layouts import kite, layout_over
 
 
 def triangle(**options):
-    lay = layout_over([("d0", "d1"), ("d1", "d2"), ("d0", "d2")], dispatch=1, dispatch_block=3, **options)
+    lay = layout_over([("d0", "d1"), ("d1", "d2"), ("d0", "d2")], dispatch="steer", dispatch_block=3, **options)
     return dataclasses.replace(lay, size=40)
 
 
@@ -39,21 +39,21 @@ SPEEDS = {("d0", "d1"): 1000.0, ("d1", "d0"): 1000.0, ("d0", "d2"): 300.0, ("d2"
 
 def test_each_slice_loads_the_links_its_connections_cross():
     # d0's star crosses d1 -> d0, d2 -> d0 up and d0 -> d1, d0 -> d2 down, once each.
-    loads = optimal.slice_loads(TWO_STARS, triangle())
+    loads = planner.slice_loads(TWO_STARS, triangle())
     assert loads[0] == {("d1", "d0"): 1, ("d2", "d0"): 1, ("d0", "d1"): 1, ("d0", "d2"): 1}
     # Routed over the line d0 - d1 - d2, d0's star crosses d1 -> d2 on its way to d2.
-    line = layout_over([("d0", "d1"), ("d1", "d2")], dispatch=1)
-    assert optimal.slice_loads(TWO_STARS, line)[0] == {("d1", "d0"): 2, ("d2", "d1"): 1, ("d0", "d1"): 2,
+    line = layout_over([("d0", "d1"), ("d1", "d2")], dispatch="steer")
+    assert planner.slice_loads(TWO_STARS, line)[0] == {("d1", "d0"): 2, ("d2", "d1"): 1, ("d0", "d1"): 2,
                                                       ("d1", "d2"): 1}
 
 
 def test_the_family_s_rates_carry_the_most_the_links_allow():
     # Both stars share d0 <-> d1: x0 + x1 <= 1000; d0's alone crosses d0 <-> d2: x0 <= 300;
     # d1's alone d1 <-> d2: x1 <= 500.  The most is 800, x0 = 300 and x1 = 500.
-    assert optimal.family_rates(TWO_STARS, SPEEDS, triangle()) == pytest.approx([300.0, 500.0])
+    assert planner.family_rates(TWO_STARS, SPEEDS, triangle()) == pytest.approx([300.0, 500.0])
     # With d0 <-> d1 at 600, the shared links bind: x0 + x1 = 600, d1's up to 500.
     tight = {**SPEEDS, ("d0", "d1"): 600.0, ("d1", "d0"): 600.0}
-    rates = optimal.family_rates(TWO_STARS, tight, triangle())
+    rates = planner.family_rates(TWO_STARS, tight, triangle())
     assert sum(rates) == pytest.approx(600.0) and rates[0] <= 300.0 + 1e-6 and rates[1] <= 500.0 + 1e-6
 
 
@@ -61,11 +61,11 @@ def test_a_slice_s_window_is_its_rate_over_a_round_trip_with_headroom_in_blocks(
     lay = triangle(dispatch_headroom=2.0, dispatch_turnaround=0.2)
     # Blocks of 3 elements are 12 bytes; a round trip is 0.05 + 0.2 = 0.25 s.
     # 2 x 300 x 0.25 / 12 = 12.5 -> 13 blocks; 2 x 500 x 0.25 / 12 = 20.8 -> 21.
-    assert optimal.steered_windows(TWO_STARS, [300.0, 500.0], lay) == [13, 21]
+    assert planner.steered_windows(TWO_STARS, [300.0, 500.0], lay) == [13, 21]
     # A slice with no rate keeps none out, but the fastest keeps one, so blocks flow.
-    assert optimal.steered_windows(TWO_STARS, [0.0, 500.0], lay) == [0, 21]
-    assert optimal.steered_windows(TWO_STARS, [0.0, 0.0], lay) == [1, 0]
-    assert optimal.steered_windows(TWO_STARS, [0.0, 1.0], lay) == [0, 1]
+    assert planner.steered_windows(TWO_STARS, [0.0, 500.0], lay) == [0, 21]
+    assert planner.steered_windows(TWO_STARS, [0.0, 0.0], lay) == [1, 0]
+    assert planner.steered_windows(TWO_STARS, [0.0, 1.0], lay) == [0, 1]
 
 
 def test_a_steered_dispatcher_fills_each_window_round_robin_and_takes_new_windows_as_it_runs():
@@ -113,7 +113,7 @@ def test_steered_every_block_is_given_once_and_no_slice_gets_one_beyond_its_wind
 
 
 def test_the_coordinator_steers_each_iteration_by_the_latest_readings_and_re_steers_as_they_move():
-    lay = dispatched_layout(dispatch_steer=1)
+    lay = dispatched_layout(dispatch="steer")
     policy = Policy(lay)
     family = policy.policy = family_policy(lay)
     # Readings of 1 kbit/s keep the windows a few blocks of 12 bytes, below the 14 blocks.
@@ -124,12 +124,11 @@ def test_the_coordinator_steers_each_iteration_by_the_latest_readings_and_re_ste
     assert dispatch.steered and dispatch.control is None and dispatch.policy is family
 
     def expected(readings):
-        share = optimal.usable_share(lay)
-        speeds = {tuple(k.split("->")): v * GOODPUT_SHARE / 8 * share for k, v in readings.items()}
-        return optimal.steered_windows(family, optimal.family_rates(family, speeds, lay), lay)
+        speeds = {tuple(k.split("->")): v * GOODPUT_SHARE / 8 for k, v in readings.items()}
+        return planner.steered_windows(family, planner.family_rates(family, speeds, lay), lay)
 
     assert list(dispatch.window.values()) == expected(bits)
-    assert 0 < sum(expected(bits)) < optimal.blocks_of(family, lay) == 14
+    assert 0 < sum(expected(bits)) < planner.blocks_of(family, lay) == 14
     assert len(first[0][1]["blocks"]) == sum(expected(bits))
     # d2 -> d3's last train reads a tenth while its median holds: the windows follow the
     # last train at the next block's end.
@@ -142,9 +141,9 @@ def test_the_coordinator_steers_each_iteration_by_the_latest_readings_and_re_ste
     assert list(dispatch.window.values()) == expected(slow)
 
 
-def test_dispatch_is_steered_by_default_and_vegas_takes_the_windows_when_steering_is_off():
-    steered = dataclasses.replace(kite(dispatch=1, dispatch_block=3), size=40)
-    vegas = dispatched_layout(dispatch_steer=0)
+def test_steer_steers_the_windows_and_vegas_sets_them_by_its_rule():
+    steered = dataclasses.replace(kite(dispatch="steer", dispatch_block=3), size=40)
+    vegas = dispatched_layout(dispatch="vegas")
     modes = []
     for lay in (steered, vegas):
         policy = Policy(lay)

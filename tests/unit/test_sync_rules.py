@@ -9,12 +9,14 @@ from hypothesis import given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from agents.sync import SCHEMES, esync, fedasync, nbsync, settings
+from agents.sync import esync, fedasync, nbsync
+from agents.sync.fedavg import FedAvg
+from agents.workload import FlatModel
 from agents.sync.rules import AverageDelta, WeightedSum
 
 
 def fa(**kw):
-    return settings(fedasync, kw)
+    return fedasync.FedAsync(kw).options
 
 
 # ------------------------------------------------------------ FedAsync
@@ -60,7 +62,7 @@ def test_fedasync_hinge_mixing():
 def test_fedavg_weights_models_by_data_size():
     # Shares 1/4 and 3/4 of the data; models [4, 0] and [8, 4]:
     # 0.25 * [4, 0] + 0.75 * [8, 4] = [1 + 6, 3] = [7, 3]
-    rule = SCHEMES["fedavg"].Rule(np.zeros(2, np.float32), None, settings(SCHEMES["fedavg"]))
+    rule = FedAvg().rule(FlatModel(np.zeros(2, np.float32), 2, None))
     assert isinstance(rule, WeightedSum)
     total = np.float32(0.25) * np.array([4, 0], np.float32) + np.float32(0.75) * np.array([8, 4], np.float32)
     np.testing.assert_allclose(rule.fold(0, 2, total, 2), [7.0, 3.0])
@@ -113,7 +115,7 @@ def test_esync_waits_for_the_slowest_to_start_the_round_and_for_its_rest():
 
 def test_esync_state_service_answers_each_query_and_logs_one_decision_per_round():
     clock = iter([1.0, 1.1, 1.2])
-    svc = esync.StateService(["a"], settings(esync), clock=lambda: next(clock))
+    svc = esync.StateService(["a"], esync.ESync().options, clock=lambda: next(clock))
     assert svc.on_message("a", {"type": "esync_reset", "round": 0, "te": 0.5}) == ([], [])
     replies, decisions = svc.on_message("a", {"type": "esync_query", "round": 0, "seq": 1,
                                               "k": 1, "c": 0.5, "te": 1.0})
@@ -125,7 +127,7 @@ def test_esync_state_service_answers_each_query_and_logs_one_decision_per_round(
 
 
 def test_esync_a_query_from_the_last_round_does_not_touch_the_new_one():
-    svc = esync.StateService(["a", "b"], settings(esync), clock=lambda: 5.0)
+    svc = esync.StateService(["a", "b"], esync.ESync().options, clock=lambda: 5.0)
     for w in "ab":
         svc.on_message(w, {"type": "esync_reset", "round": 0, "te": 0.0})
         svc.on_message(w, {"type": "esync_query", "round": 0, "seq": 1, "k": 1, "c": 1.0, "te": 1.0})

@@ -2,6 +2,11 @@
 contribution exactly once in any delivery order."""
 
 
+def ts_policy(lay, seed=0):
+    """TSEngine's coordinator side, built through the overlay's contract."""
+    return tsengine.TSEngine(lay.options).policy(lay, seed)
+
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -49,7 +54,7 @@ def test_the_greedy_share_is_known_over_candidates_capped_by_max_greed():
 
 def test_the_seeded_choice_sequence_is_fixed_by_the_seed():
     def sequence(seed):
-        policy = tsengine.Policy(layout(["w0", "w1", "w2", "w3"]), seed=seed)
+        policy = ts_policy(layout(["w0", "w1", "w2", "w3"]), seed=seed)
         out = []
         for sender in ("ps", "ps", "ps", "ps", "ps"):
             (dst, h), = policy.on_message(sender, {"type": "ts_ask", "it": 0, "piece": 0})[0]
@@ -70,7 +75,7 @@ def test_measurements_older_than_forget_rounds_are_dropped():
 
 
 def test_a_reported_throughput_steers_the_next_round_and_is_forgotten():
-    policy = tsengine.Policy(layout(["w0", "w1"], forget_rounds=2, max_greed=1.0), seed=0)
+    policy = ts_policy(layout(["w0", "w1"], forget_rounds=2, max_greed=1.0), seed=0)
     policy.on_message("ps", {"type": "ts_ask", "it": 0, "piece": 0})
     policy.on_message("ps", {"type": "ts_ask", "it": 0, "piece": 0, "last": "w1", "bps": 5e6})
     assert policy.a.get("ps", "w1") == 5e6
@@ -79,7 +84,7 @@ def test_a_reported_throughput_steers_the_next_round_and_is_forgotten():
 
 
 def test_a_round_closes_once_every_worker_is_assigned():
-    policy = tsengine.Policy(layout(["w0", "w1"]), seed=0)
+    policy = ts_policy(layout(["w0", "w1"]), seed=0)
     got = [policy.on_message("ps", {"type": "ts_ask", "it": 0, "piece": 0})[0][0][1]["to"]
            for _ in range(2)]
     assert sorted(got) == ["w0", "w1"]
@@ -91,7 +96,7 @@ def test_a_round_closes_once_every_worker_is_assigned():
 
 
 def test_pairing_follows_arrival_order_the_root_and_the_faster_direction():
-    policy = tsengine.Policy(layout(["w0", "w1", "w2", "w3"]), seed=0)
+    policy = ts_policy(layout(["w0", "w1", "w2", "w3"]), seed=0)
     policy.a.record("w2", "w3", 10.0, 0)
     policy.a.record("w3", "w2", 20.0, 0)
 
@@ -114,7 +119,7 @@ def test_pairing_follows_arrival_order_the_root_and_the_faster_direction():
 
 
 def test_between_two_workers_the_faster_measured_direction_sends():
-    policy = tsengine.Policy(layout(["w0", "w1", "w2", "w3"]), seed=0)
+    policy = ts_policy(layout(["w0", "w1", "w2", "w3"]), seed=0)
     policy.a.record("w2", "w3", 10.0, 0)
     policy.a.record("w3", "w2", 20.0, 0)
     policy.on_message("w2", {"type": "ts_ready", "it": 0, "piece": 0})
@@ -130,11 +135,11 @@ def test_tsengine_aggregates_every_contribution_exactly_once(seed, n, size, piec
     workers = [f"w{i}" for i in range(n)]
     lay = layout(workers, size=size, pieces=pieces)
     rule = Recorder()
-    policy = tsengine.Policy(lay, seed=seed)
+    policy = ts_policy(lay, seed=seed)
     coordinator = CoordinatorSim(policy)
     for it in range(iterations):
-        nodes = {w: tsengine.Node(w, lay, segment, rule.fold, "coord") for w in workers}
-        nodes["ps"] = tsengine.Node("ps", lay, segment, rule.fold, "coord")
+        nodes = {w: tsengine.TSEngine(lay.options).node(w, lay, segment, rule.fold, "coord") for w in workers}
+        nodes["ps"] = tsengine.TSEngine(lay.options).node("ps", lay, segment, rule.fold, "coord")
         nodes["coord"] = coordinator
         rng = np.random.default_rng(seed + it)
         given_ = {w: rng.integers(-1000, 1000, size).astype(np.float32) for w in workers}
@@ -148,7 +153,7 @@ def test_tsengine_aggregates_every_contribution_exactly_once(seed, n, size, piec
         np.testing.assert_array_equal(folded, exact)
         for w, values in results.items():
             np.testing.assert_array_equal(values, exact, err_msg=w)
-    rounds = len(tsengine.pieces_of(lay)) * iterations
+    rounds = len(tsengine.pieces_of(lay, tsengine.TSEngine(lay.options).options["pieces"])) * iterations
     pairs = [d for d in coordinator.decisions if d["decision"] == "pair"]
     assert len(pairs) == n * rounds        # every worker sent exactly once per round
     dist = [d for d in coordinator.decisions if d["decision"] == "distribute"]

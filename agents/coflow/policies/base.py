@@ -1,5 +1,5 @@
-"""The one interface every coflow policy offers, to the simulator now and
-to a live scheduler later.
+"""The one interface every coflow policy offers, to the flow-level
+simulator and to a search's live scheduler alike.
 
 A policy sees the arrived, unfinished coflows (`active`: id -> Coflow, in
 arrival order), the bytes left of each unfinished flow (`remaining`:
@@ -17,14 +17,24 @@ decision may change with no arrival or departure (a coflow turning heavy),
 or None.
 """
 
+import abc
+
 from agents.coflow.allocation import greedy
+from agents.plugins import Option
 
 
-class Policy:
-    name = None
+class Policy(abc.ABC):
+    """A coflow policy is named in topo.yaml as `search.policy` (a built-in
+    name, an entry point of the group `geo_testbed.coflow`, or
+    `module:Class`) and gets its declared OPTIONS (`search.policy_options`)
+    as keyword arguments."""
+
+    NAME = ""
+    DESCRIPTION = ""
+    OPTIONS = ()
     # Whether a live scheduler paces senders at the rates given; False: the
     # rates only model what the network does on its own (TCP's sharing).
-    paced = True
+    PACED = True
 
     def on_arrival(self, coflow, now):
         pass
@@ -35,8 +45,9 @@ class Policy:
     def order(self, now, active, remaining, fabric):
         return None
 
+    @abc.abstractmethod
     def rates(self, now, active, remaining, fabric):
-        raise NotImplementedError
+        """{flow key: rate} for every flow to send now."""
 
     def wake_up(self, now, active, remaining, rates):
         return None
@@ -49,16 +60,21 @@ def remaining_sizes(coflow, remaining):
 REORDER = ("arrivals", "events")
 
 
+def reorder_option(default):
+    return Option("reorder", default, "recompute the order on arrivals only, or on every "
+                  "arrival and departure", choices=REORDER)
+
+
 class OrderedPolicy(Policy):
     """An order recomputed when coflows arrive (`reorder="arrivals"`) or on
     every arrival and departure (`reorder="events"`), from the state at the
     first decision after the event; then greedy order-preserving,
     work-conserving rates."""
 
-    default_reorder = "events"
+    OPTIONS = (reorder_option("events"),)
 
     def __init__(self, reorder=None):
-        reorder = reorder or self.default_reorder
+        reorder = reorder or self.OPTIONS[-1].default
         if reorder not in REORDER:
             raise ValueError(f"reorder must be one of {', '.join(REORDER)}, not {reorder!r}")
         self.reorder = reorder
@@ -71,8 +87,9 @@ class OrderedPolicy(Policy):
         if self.reorder == "events":
             self._order = None
 
+    @abc.abstractmethod
     def compute_order(self, now, active, remaining, fabric):
-        raise NotImplementedError
+        """Coflow ids, highest priority first."""
 
     def order(self, now, active, remaining, fabric):
         if self._order is None:

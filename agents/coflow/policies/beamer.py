@@ -26,8 +26,10 @@ no stage is a stage of its own.  Ties keep arrival order.
 
 import numpy as np
 
+from agents.plugins import Option
+
 from agents.coflow.allocation import bssi
-from agents.coflow.policies.base import OrderedPolicy, remaining_sizes
+from agents.coflow.policies.base import OrderedPolicy, remaining_sizes, reorder_option
 
 ORDERINGS = ("stages", "coflows")
 WITHIN = ("time", "demand")
@@ -46,7 +48,17 @@ class _Job:
 
 
 class Beamer(OrderedPolicy):
-    name = "beamer"
+    NAME = "beamer"
+    DESCRIPTION = "Beamer (reconstructed): stage-aware, stages ordered by BSSI on their demand"
+    OPTIONS = (
+        Option("ordering", "stages", "order stages, then jobs within them, or the coflows "
+               "directly", choices=ORDERINGS),
+        Option("within", "time", "within a stage: the longest remaining time first, or the "
+               "heaviest job", choices=WITHIN),
+        Option("stage_weight", "one", "a stage's weight in BSSI: 1, or its number of jobs",
+               choices=STAGE_WEIGHTS),
+        reorder_option("events"),
+    )
 
     def __init__(self, ordering="stages", within="time", stage_weight="one", reorder="events"):
         super().__init__(reorder)

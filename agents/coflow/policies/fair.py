@@ -7,8 +7,9 @@ from agents.coflow.policies.base import Policy
 
 
 class Fair(Policy):
-    name = "fair"
-    paced = False        # live: no control, TCP shares
+    NAME = "fair"
+    DESCRIPTION = "fair sharing: every flow its max-min share, no order (live: TCP shares)"
+    PACED = False        # live: no control, TCP shares
 
     def rates(self, now, active, remaining, fabric):
         ports = {}

@@ -24,6 +24,7 @@ global in Baraat, too).  A "task" is one coflow.
 import numpy as np
 
 from agents.coflow.allocation import EPS, max_min
+from agents.plugins import Option
 from agents.coflow.policies.base import Policy
 
 # Float dust in bytes sent must not keep a coflow from turning heavy on time.
@@ -31,7 +32,12 @@ HEAVY_TOLERANCE = 1e-9
 
 
 class FifoLM(Policy):
-    name = "fifo-lm"
+    NAME = "fifo-lm"
+    DESCRIPTION = "FIFO with limited multiplexing: arrival order, heavy coflows share"
+    OPTIONS = (Option("threshold", None, "bytes from which a coflow is heavy (unset: the "
+                      "percentile's)", low=0, type="number"),
+               Option("percentile", 90.0, "the percentile of the sizes seen that makes a coflow "
+                      "heavy", low=0.0, high=100.0))
 
     def __init__(self, threshold=None, percentile=90.0):
         if threshold is not None and threshold < 0:

@@ -16,12 +16,13 @@ the trace says otherwise)."""
 import numpy as np
 
 from agents.coflow.allocation import bssi
-from agents.coflow.policies.base import OrderedPolicy, remaining_sizes
+from agents.coflow.policies.base import OrderedPolicy, remaining_sizes, reorder_option
 
 
 class Sincronia(OrderedPolicy):
-    name = "sincronia"
-    default_reorder = "arrivals"
+    NAME = "sincronia"
+    DESCRIPTION = "Sincronia: BSSI order, greedy order-preserving rates"
+    OPTIONS = (reorder_option("arrivals"),)
 
     def compute_order(self, now, active, remaining, fabric):
         ids = list(active)

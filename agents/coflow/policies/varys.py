@@ -14,7 +14,8 @@ from agents.coflow.policies.base import OrderedPolicy, remaining_sizes
 
 
 class Varys(OrderedPolicy):
-    name = "varys"
+    NAME = "varys"
+    DESCRIPTION = "Varys: smallest effective bottleneck first, MADD rates"
 
     def compute_order(self, now, active, remaining, fabric):
         def bottleneck(cid):

@@ -2,7 +2,7 @@
 released at iteration boundaries every node agrees on.
 
 Speeds (bytes/s per direction between neighbouring DCs) come from the
-servers' own measurements (`ns_speed` reports, see `netstorm_node`); a
+servers' own measurements (`ns_speed` reports, see `node`); a
 link that carried no sample takes the probes' estimate; a link with
 neither counts as equal to every other (the authors seeded random values
 instead, which says nothing about the network).
@@ -21,12 +21,13 @@ node for every piece of t, so no piece is aggregated under two trees.
 
 import time
 
-from agents.overlay import netstorm as ns
+from agents.coordination import CoordinatorService
+from agents.overlay.netstorm import plan as ns
 
 EQUAL_SPEED = 1.0          # bytes/s of a link nothing is known about: only ratios matter
 
 
-class Policy:
+class Policy(CoordinatorService):
     scheme = ns                    # the overlay module whose options and policies these are
 
     def __init__(self, layout, seed=0, clock=time.monotonic):

@@ -31,15 +31,16 @@ measurement, and multipath relaying (see `netstorm` for the algorithm).
 
 import numpy as np
 
+from agents.dataplane.node import ExecutorNode
 from agents.dataplane.tree import TreeNode
-from agents.overlay import netstorm as ns
+from agents.overlay.netstorm import plan as ns
 
 
 def sum_at_root(start, stop, total, count):
     return np.array(total, dtype=np.float32)
 
 
-class Node:
+class Node(ExecutorNode):
     QUEUED = True                 # wants a transport with visible per-peer queues
     scheme = ns                   # the overlay module whose options and plans these are
 
@@ -55,7 +56,7 @@ class Node:
         self.server = self.nodes.get(self.dc) == name
         self.name_of = {dc: n for dc, n in self.nodes.items()}
         self.n = len(layout.workers)
-        self.opt = {k: self.scheme.option(layout, k) for k in self.scheme.OPTIONS}
+        self.opt = {k: self.scheme.option(layout, k) for k in self.scheme.DEFAULTS}
         self.policies = {}        # version -> policy
         self.trees = {}           # version -> TreeNode
         self.version_of = {}      # iteration -> version
@@ -73,11 +74,11 @@ class Node:
         tree = self.trees.get(self.latest)
         return tree.roots() if tree else []
 
-    def piece_ranges(self):
-        return []
-
     def segments_of(self, piece):
         return 1
+
+    def counts(self):
+        return dict(self.counters)
 
     def upstream(self):
         out = {self.coordinator} if self.pending else set()
@@ -87,7 +88,7 @@ class Node:
     def detours(self):
         """True where this node's overlay may send a message through another
         DC's server on a path the plan does not name."""
-        return self.server and self.route is not None and bool(self.opt.get("multipath"))
+        return self.server and bool(self.opt.get("multipath"))
 
     def farewell(self):
         """Messages that tell every other server this one is done."""

@@ -1,66 +1,59 @@
 """The planner's coordinator side: probe estimates in, versioned plans out,
 released at iteration boundaries every node agrees on (NetStorm's
-protocol, `netstorm_policy`, whose bookkeeping this reuses).
+protocol, `netstorm.policy`, whose bookkeeping this reuses).
 
-Only the probes' packet trains count: the servers' own transfer samples,
-and the goodput of real transfers the probes fold into their estimate,
-read back the rates the plan paces connections to, or more than a link
-carries when a burst that waited in a buffer arrives at once.  The change
-that triggers a re-plan is the largest relative change of a link
-direction's estimate (a mean over all links hides one link gone wrong, and
-a plan is only as good as its worst link).  A DC pair's rate is the
-highest its trains read within `estimate_memory` seconds: trains that
-cross a link the plan keeps full read less than the link carries (they
-queue behind its traffic), so the most recent reading alone would make
-the plan chase its own load; a link that really slows down is followed
-once the memory has passed.  A link's RTT is the least its probes read
-within `rtt_memory` seconds: a ping that crosses a link the plan keeps
-full waits behind the link's queue (a BDP of 48 kB is 0.39 s at 1 Mbit/s),
-which is no part of the delay a plan's trees and fills pay once their
-connections run at their planned rates; counted, it lengthens the plan's
-latency (1.15 s against 0.78 s for one re-plan replayed on a run's
-readings) and the fills its slices are sized by.  This is the propagation
-delay as the least RTT seen, as TCP Vegas's BaseRTT and BBR's min_rtt take
-it; an RTT that really grows is followed once the memory has passed.
+Only the probes' packet trains count: the servers' transfer samples and
+the goodput of real transfers read back the rates the plan paces
+connections to, or more than a link carries when a burst that waited in
+a buffer arrives at once.  A re-plan is triggered by the largest relative
+change of a link direction's estimate (a mean hides one link gone wrong,
+and a plan is only as good as its worst link).
 
-A pair's first estimates are young: the probe's median over its last
-trains (`agents.probe.estimator`) is at first one train, then the higher
-of two, and a single train can read several percent high (9% on a
-1 Mbit/s link in one run).  The plan made as soon as every link has an estimate
-leans on such readings, and with the highest reading of the memory taken,
-it keeps them until the memory passes; but a few percent never move an
-estimate past `update_change`, so that plan would stay for the run (on the
-9-DC WAN at a quarter rate one did: a link planned 9% over its rate,
-8.6% on the plan's time).  So once a pair's estimate is the median of
-`settle_readings` trains, its younger readings are forgotten, and a plan
-made before every pair got there is made again when they all have.  A
-re-plan is solved in a child process (`agents.planning.offload`; in a
-thread it would hold the GIL the dispatching loop needs): iterations go
-on being released under the plan in force, and the new one takes over
-at the first release after it is ready.  On a WAN whose rates change
-within an iteration (`optimal`'s docstring, `agents/planning/volatility`),
-the memory is `volatile_memory` and the plan is not paced; switching
-either way re-plans.  With `dispatch: 1` each plan is a family of
-slices, and this side also runs each
-iteration's `dispatcher.Dispatch`: it announces each block's slice to
-the workers as it is given out (`ns_assign`), and the whole map to the
-servers once every block is; the workers report each block's new values
-as they arrive (`ns_arrived`).  Once every block of an iteration is
-given out it logs a `dispatched` decision: the seconds since the
-release and, per slice, the blocks it was given, its window, and the
-least and the last round trip of its blocks, which say where a
-dispatched synchronization waited.  Steered (`dispatch_steer`, the default) it keeps
-each DC pair's last train as well, and at every read of the probes sets
-the windows of each iteration still being given out anew from them
-(`optimal.steered_windows`); the next block's end takes them.
+A DC pair's rate is the highest its trains read within `estimate_memory`
+seconds: trains that cross a link the plan keeps full read less than the
+link carries, so the latest reading alone would make the plan chase its
+own load; a link that really slows down is followed once the memory has
+passed.  A link's RTT is the least its probes read within `rtt_memory`
+seconds: a ping across a full link waits behind its queue, which is no
+part of the delay the plan's trees pay once their connections run at
+their planned rates.
+
+A pair's first estimates are young (the probe's median over its last
+trains is at first one train), and a plan on them could stand for the
+whole run, since a few percent never move an estimate past
+`update_change`.  So once a pair's estimate is the median of
+`settle_readings` trains its younger readings are forgotten, and a plan
+made before every pair got there is made again when they all have.
+
+Re-plans are solved in a child process (`agents.planning.offload`; in a
+thread they would hold the GIL the dispatching loop needs): iterations go
+on under the plan in force, and the new one takes over at the first
+release after it is ready.  On a volatile WAN (`agents/planning/volatility`)
+the memory is `volatile_memory` and the plan is unpaced; switching either
+way re-plans.
+
+Dispatched (`dispatch` other than `off`), each plan is a family of
+slices, and this side also runs each iteration's `dispatcher.Dispatch`:
+it announces each block's slice to the workers as it is given out
+(`ns_assign`), and the whole map to the servers once every block is; the
+workers report each block's new values as they arrive (`ns_arrived`).
+Once every block is given out it logs a `dispatched` decision: the
+seconds since the release and, per slice, the blocks it carried, its
+window, and the least and the last round trip of its blocks.  Steered
+(`dispatch: steer`), it keeps each DC pair's last train as well and, at
+every read of the probes, sets the windows of each iteration still being
+given out anew from them (`plan.steered_windows`); the next block's end
+takes them.
 """
 
 import dataclasses
 import statistics
 
 from agents.dataplane.dispatch import ARRIVED, ASSIGN
-from agents.overlay import netstorm_policy, optimal
-from agents.overlay.dispatcher import Dispatch
+from agents.overlay.netstorm import policy as netstorm_policy
+from agents.overlay.planner import plan
+from agents.overlay.planner.dispatcher import Dispatch
+from agents.overlay.planner.options import PlannerOptions
 from agents.planning import offload
 from agents.planning.volatility import Holding
 from agents.planning.wan import GOODPUT_SHARE
@@ -70,8 +63,10 @@ RECENT_ITERATIONS = 3              # an iteration's duration is the median of th
 
 
 class Policy(netstorm_policy.Policy):
-    scheme = optimal
-    take_estimates = None          # the blended estimates are not read: take_probes is
+    scheme = plan
+
+    def take_estimates(self, estimates):
+        """The blended estimates are not read: `take_probes` is."""
 
     def __init__(self, layout, seed=0, clock=netstorm_policy.time.monotonic):
         super().__init__(layout, seed, clock)
@@ -88,13 +83,12 @@ class Policy(netstorm_policy.Policy):
         self.solver = offload.Solver()  # re-plans run in a child process, off the dispatching loop
         self.solving = None            # the `offload.Call` of a re-plan under way
         self.solving_for = None        # (speeds, change) it plans for
-        self.holding = Holding(optimal.option(layout, "update_change"),
-                               optimal.option(layout, "volatile_memory"),
-                               optimal.option(layout, "hold_iterations"))
+        opts = PlannerOptions.of(layout)
+        self.holding = Holding(opts.update_change, opts.volatile_memory, opts.hold_iterations)
         self.boundaries = []           # when the last iterations were released
         self.volatile = False          # whether rates change faster than plans run
         self.dispatching = {}          # iteration -> its Dispatch, until every block is given out
-        self.windows = {}              # iteration -> under dispatch_steer, its windows on the latest readings
+        self.windows = {}              # iteration -> steered, its windows on the latest readings
 
     def speeds(self):
         """Estimated payload bytes/s per link; a link not yet estimated
@@ -109,13 +103,12 @@ class Policy(netstorm_policy.Policy):
     def take_probes(self, probes):
         """The probes' own numbers per DC pair, {"a->b": {"active": wire
         bit/s of the packet trains, "rtt": seconds}}: rates as payload
-        bytes/s per link (`optimal.link_estimates`), RTTs as the least
+        bytes/s per link (`plan.link_estimates`), RTTs as the least
         read within `rtt_memory` seconds."""
         now = self.clock()
-        memory = optimal.option(self.layout, "estimate_memory")
-        long_memory = optimal.option(self.layout, "volatile_memory")
-        rtt_memory = optimal.option(self.layout, "rtt_memory")
-        settle = optimal.option(self.layout, "settle_readings")
+        opts = PlannerOptions.of(self.layout)
+        memory, long_memory, rtt_memory = opts.estimate_memory, opts.volatile_memory, opts.rtt_memory
+        settle = opts.settle_readings
         for key, probe in probes.items():
             a, _, b = key.partition("->")
             if (a, b) not in self.settled and (probe.get("readings") or 0) >= settle:
@@ -135,11 +128,11 @@ class Policy(netstorm_policy.Policy):
                 rtts[:] = [(t, v) for t, v in rtts if now - t <= rtt_memory]
                 self.rtts[(a, b)] = min(v for t, v in rtts)
         routes = self.layout.routes
-        self.holding.observe(now, optimal.link_estimates(self.pairs, routes, self.links))
+        self.holding.observe(now, plan.link_estimates(self.pairs, routes, self.links))
         self.volatile = self.holding.volatile(now, self.iteration())
-        self.estimates = optimal.link_estimates(self.long_pairs if self.volatile else self.pairs,
+        self.estimates = plan.link_estimates(self.long_pairs if self.volatile else self.pairs,
                                                 routes, self.links)
-        if optimal.option(self.layout, "dispatch_steer"):     # each next block's end takes the new windows
+        if opts.dispatch == "steer":     # each next block's end takes the new windows
             self.windows = {it: self.steering(d.policy) for it, d in self.dispatching.items() if d.steered}
 
     def iteration(self):
@@ -151,7 +144,7 @@ class Policy(netstorm_policy.Policy):
         if header.get("type") == ARRIVED:
             return self._dispatch(header["it"], header["piece"], header["seg"])
         if header.get("type") != "ns_release":
-            raise ValueError(f"the optimal planner's coordinator got an unknown request "
+            raise ValueError(f"the planner's coordinator got an unknown request "
                              f"{header.get('type')!r} from {sender}")
         self.size = header.get("size", self.size)
         return super().on_message(sender, header)
@@ -170,12 +163,12 @@ class Policy(netstorm_policy.Policy):
         within `volatile_memory`, and every link at that mean's mean (a
         plan for the graph alone)."""
         now = self.clock()
-        memory = optimal.option(self.layout, "volatile_memory")
+        memory = PlannerOptions.of(self.layout).volatile_memory
         means = {pair: statistics.fmean(v for t, v in seen if now - t <= memory)
                  for pair, seen in self.seen.items() if any(now - t <= memory for t, _ in seen)}
         out = [speeds]
         for pairs in (self.pairs, means):
-            estimated = optimal.link_estimates(pairs, self.layout.routes, self.links)
+            estimated = plan.link_estimates(pairs, self.layout.routes, self.links)
             out.append({link: estimated.get(link, v) for link, v in speeds.items()})
         mean = statistics.fmean(out[-1].values())
         out.append(dict.fromkeys(speeds, mean))
@@ -188,7 +181,7 @@ class Policy(netstorm_policy.Policy):
         """`solve`'s arguments for a plan on `speeds`, from this side's state."""
         # Asked for, a family is planned from the first estimates on: judging a WAN
         # volatile takes some three iterations, run meanwhile on a plan that holds.
-        family = optimal.option(self.layout, "dispatch") and self._all_estimated()
+        family = PlannerOptions.of(self.layout).dispatch != "off" and self._all_estimated()
         return (self.sized_layout(), speeds, self.readings(speeds) if family else None, self.delays(),
                 self.order, self.policy, not self._all_estimated(), not self._all_settled(), self.volatile)
 
@@ -247,16 +240,13 @@ class Policy(netstorm_policy.Policy):
         """The announcement that starts a dispatched iteration (`dispatcher`),
         as `_announce`."""
         layout = self.sized_layout()
-        steer = bool(optimal.option(layout, "dispatch_steer"))
-        control = (optimal.option(layout, "dispatch_alpha"), optimal.option(layout, "dispatch_beta")) \
-            if optimal.option(layout, "dispatch_control") and not steer else None
-        dispatch = Dispatch(optimal.blocks_of(self.policy, layout), len(self.policy["slices"]),
-                            int(optimal.option(layout, "dispatch_window")), self.clock(),
-                            contributors=len(layout.workers),
-                            tail=bool(optimal.option(layout, "dispatch_tail")), control=control,
-                            widest=int(optimal.option(layout, "dispatch_window_max")),
-                            gamma=optimal.option(layout, "dispatch_gamma")
-                            if optimal.option(layout, "dispatch_slow_start") else None,
+        opts = PlannerOptions.of(layout)
+        steer = opts.dispatch == "steer"
+        control = (opts.dispatch_alpha, opts.dispatch_beta) if opts.dispatch == "vegas" else None
+        dispatch = Dispatch(plan.blocks_of(self.policy, layout), len(self.policy["slices"]),
+                            int(opts.dispatch_window), self.clock(),
+                            contributors=len(layout.workers), control=control,
+                            widest=int(opts.dispatch_window_max),
                             windows=self.steering(self.policy) if steer else None)
         dispatch.policy = self.policy           # the family it dispatches, whatever is adopted meanwhile
         self.dispatching[it] = dispatch
@@ -278,20 +268,19 @@ class Policy(netstorm_policy.Policy):
         return self._announce(it, dispatch, pairs)
 
     def steering(self, policy):
-        """Per slice of the family `policy` its window under `dispatch_steer`
-        (`optimal.steered_windows`): its rate when the family's slices carry
-        the most on the probes' latest readings (`optimal.family_rates`)."""
+        """Per slice of the family `policy` its window when steered
+        (`plan.steered_windows`): its rate when the family's slices carry
+        the most on the probes' latest readings (`plan.family_rates`)."""
         layout = self.sized_layout()
-        share = optimal.usable_share(layout)
-        latest = {link: v * share for link, v in self.latest(self.speeds()).items()}
-        return optimal.steered_windows(policy, optimal.family_rates(policy, latest, layout), layout)
+        latest = self.latest(self.speeds())
+        return plan.steered_windows(policy, plan.family_rates(policy, latest, layout), layout)
 
     def latest(self, speeds):
         """Each link at its DC pair's latest reading where it has one, else
         as in `speeds`."""
         pairs = {pair: seen[-1][1] for pair, seen in self.seen.items() if seen}
         pairs.update(self.last)
-        estimated = optimal.link_estimates(pairs, self.layout.routes, self.links)
+        estimated = plan.link_estimates(pairs, self.layout.routes, self.links)
         return {link: estimated.get(link, v) for link, v in speeds.items()}
 
     def _announce(self, it, dispatch, pairs):
@@ -327,7 +316,7 @@ class Policy(netstorm_policy.Policy):
         return {"roots": self.roots(), "rate": self.policy["rate"] * 8, "volatile": self.policy["volatile"],
                 "latency": self.policy["latency"], "finish": self.policy.get("finish"),
                 "slices": len(self.policy["slices"]),
-                "pieces": optimal.pieces_planned(self.policy, self.sized_layout()),
+                "pieces": plan.pieces_planned(self.policy, self.sized_layout()),
                 "trees": self.trees(), "loads": {k: v * 8 for k, v in self.policy["loads"].items()}}
 
     def trees(self):
@@ -356,14 +345,11 @@ def solve(layout, speeds, readings, delays, order, previous, guessed, young, vol
     from `previous`.  `guessed`: some link has no estimate; `young`: some
     pair has not settled; `volatile`: rates change within an iteration.
     Pure, so a child process can run it (`offload`)."""
-    share = optimal.usable_share(layout)          # what the probes, ACKs and headers leave
     if readings is not None:
-        policy = optimal.family_policy(
-            [optimal.compute_policy({link: v * share for link, v in reading.items()}, delays, order, layout)
-             for reading in readings])
+        policy = plan.family_policy(
+            [plan.compute_policy(reading, delays, order, layout) for reading in readings])
     else:
-        policy = optimal.compute_policy({link: v * share for link, v in speeds.items()}, delays,
-                                        order, layout, previous)
+        policy = plan.compute_policy(speeds, delays, order, layout, previous)
     # Pacing at a guess would hold a link to it: pace only a plan of estimates,
     # and on a volatile WAN only if asked (the rates it was made on will not hold).
     policy["guessed"] = guessed
@@ -371,9 +357,5 @@ def solve(layout, speeds, readings, delays, order, previous, guessed, young, vol
     policy["volatile"] = volatile
     # A family's loads are every slice's rate at once, no plan's: not paced.
     policy["pace"] = not guessed and not policy.get("dispatch") and (
-        not volatile or bool(optimal.option(layout, "volatile_pace")))
-    if volatile and optimal.option(layout, "multipath"):
-        policy["routes"] = optimal.detour_routes(policy, speeds, order, layout)
-    if volatile and optimal.option(layout, "backfill") and not guessed and not policy.get("dispatch"):
-        optimal.backfill_trees(policy, speeds, order, layout)
+        not volatile or bool(PlannerOptions.of(layout).volatile_pace))
     return policy

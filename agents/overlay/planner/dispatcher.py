@@ -1,5 +1,5 @@
 """Which slice carries each block of one iteration: the planner's
-dispatcher (`optimal_policy`, for `agents/dataplane/dispatch`).
+dispatcher (`policy`, for `agents/dataplane/dispatch`).
 
 At the release, every slice gets `window` blocks, the first slices (the
 fastest planned) first.  Each time one of a slice's blocks has reached
@@ -9,20 +9,6 @@ its trees run now, up and down (a slice is clocked by its blocks' ends,
 as a TCP window by its ACKs).  Clocked by its root's folds alone, a slice
 whose reduce tree runs fast took block after block into a broadcast tree
 that could not carry them, and finished seconds after the others.
-
-With `tail`, not so at the end: a slice whose last block took r seconds
-from its announcement to its last contributor would hold the next block
-about r seconds, while the other slices carrying blocks now take p / f
-seconds for the p blocks left, f being the blocks a second they end
-between them (each the blocks it carries over its own last r).  Where r
-is longer, the iteration would wait on that block after the others have
-drained the pool, so the slice gets no block now.  The others' rate
-counts only slices still carrying blocks, so it falls as slices are left
-out, and at every block's end the slices left out are asked again, the
-fastest first.  A slice is never left out while no other carries a
-block, so every block is given out.  Where the text is silent (its plans
-are fixed) we choose this rule; it is the planner's `dispatch_tail`, off
-by default (measured in `results/planner-figure/README.md`).
 
 With `control` (alpha, beta), a slice's window is not fixed but set as
 TCP Vegas sets a connection's (Brakmo and Peterson, "TCP Vegas: end to
@@ -37,19 +23,8 @@ queue; under Vegas such a slice widens until its own links fill, and a
 slice queued on a busy link yields, so the bytes move to the trees with
 room (Vegas' equilibrium is proportionally fair, Low, Peterson and Wang,
 JACM 2002).  Where the text is silent (its plans are fixed) we choose
-this; it is the planner's `dispatch_control`, on by default, with
-`dispatch_alpha`, `dispatch_beta` and the widest window
-`dispatch_window_max` (measured in `results/planner-figure/README.md`).
-
-With `gamma` as well, every slice starts in Vegas' slow start (the same
-paper, section 3.3): its window doubles every other round trip (held in
-between, so the next round trip is measured at the new size) until more
-than gamma blocks queue, then drops to the window that would have queued
-none, w b / r, plus one (Linux's tcp_vegas), and the linear rule takes
-over.  A round trip here is as above: the first block given after the
-last change has ended.  It is the planner's `dispatch_slow_start`, off by
-default, with `dispatch_gamma` (the paper's gamma = 1; measured in
-`results/planner-figure/README.md`).
+this; it is the planner's `dispatch: vegas`, with `dispatch_alpha`,
+`dispatch_beta` and the widest window `dispatch_window_max`.
 
 Steered (`windows`, then `steer`), no rule of its own sets a window: the
 caller gives every slice its window at the start and may give new ones
@@ -58,45 +33,35 @@ it at once, round robin, the first slices first, and each end refills its
 slice to its window (none if it narrowed).  A slice of window 0 gets no
 block; the caller keeps one window above 0, so every block is given out.
 The planner steers by the rates its slices would have on the probes'
-latest readings (`optimal.steered_windows`, its `dispatch_steer`).
+latest readings (`plan.steered_windows`, its `dispatch: steer`).
 
 Hand-checked (`tests/unit/test_dispatch.py` plays whole iterations):
-with 3 blocks left and the others ending 2 a second, a slice whose last
-block took 2 s (more than 1.5 s) is left out, one whose block took 1 s
-is not.  Under control, a slice with a window of 2 whose first block took
-0.2 s (none queued) widens to 3 and gets two blocks; one with a window
-of 6 whose block took 1 s against a least of 0.2 s (4.8 queued) narrows
-to 5 and, with 5 still out, gets none.  In slow start, a window of 2
-whose block took its least doubles to 4, holds a round trip, doubles to
-8, and once a block takes 0.5 s against 0.2 s (4.8 queued, more than
-gamma = 1) drops to 8 x 0.2 / 0.5 = 3.2, plus one: 4.
+under control, a slice with a window of 2 whose first block took 0.2 s
+(none queued) widens to 3 and gets two blocks; one with a window of 6
+whose block took 1 s against a least of 0.2 s (4.8 queued) narrows to 5
+and, with 5 still out, gets none.
 """
 
 import collections
 
 
 class Dispatch:
-    def __init__(self, blocks, slices, window, now=0.0, contributors=1, tail=False, control=None,
-                 widest=64, gamma=None, windows=None):
+    def __init__(self, blocks, slices, window, now=0.0, contributors=1, control=None, widest=64,
+                 windows=None):
         self.pool = collections.deque(range(blocks))
         self.began = now
         self.control = control                # (alpha, beta) of the Vegas rule, or None: fixed windows
         self.widest = widest
-        self.gamma = gamma                    # Vegas' slow-start threshold, or None: no slow start
-        self.starting = set(range(slices)) if control and gamma is not None else set()
-        self.holding = set()                  # starting slices whose next round trip holds the window
         self.window = dict.fromkeys(range(slices), window)
         self.steered = windows is not None   # windows set from outside (`steer`), no rule of their own
         self.least = {}                       # slice -> least round trip of its blocks so far
         self.mark = {}                        # slice -> first block its next adjustment waits for
         self.contributors = contributors
         self.arrived = collections.Counter()     # block -> contributors its new values reached
-        self.tail = tail
         self.sent = {}                       # block -> (slice, when it was announced), until it ends
         self.given = []                      # [block, slice] of every block given out
         self.busy = collections.Counter()    # slice -> blocks it carries now
         self.rounds = {}                     # slice -> seconds its last block took
-        self.idle = set()                    # slices left out, asked again at every end
         self.first = []
         if self.steered:
             self.first = self.steer(windows, now)
@@ -140,19 +105,12 @@ class Dispatch:
         self.rounds[s] = now - at
         if self.control:
             self._adjust(s, block)
+        # Under control or steered, the slice refills to its window (none if it narrowed).
+        want = self.window[s] - self.busy[s] if self.control or self.steered else 1
         out = []
-        for k in [s] + sorted(self.idle - {s}, key=lambda k: self.rounds[k]):
-            if not self.pool:
-                break
-            if self._left_out(k):
-                self.idle.add(k)
-                continue
-            self.idle.discard(k)
-            # Under control or steered, the ended slice refills to its window (none if it narrowed).
-            want = self.window[k] - self.busy[k] if k == s and (self.control or self.steered) else 1
-            while self.pool and want > 0:
-                out.append(self._give(k, now))
-                want -= 1
+        while self.pool and want > 0:
+            out.append(self._give(s, now))
+            want -= 1
         return out
 
     def summary(self):
@@ -173,37 +131,11 @@ class Dispatch:
         alpha, beta = self.control
         w = self.window[s]
         queued = w * (1 - self.least[s] / r)
-        if s in self.starting:
-            self._start(s, w, queued, r)
-        elif queued < alpha:
+        if queued < alpha:
             self.window[s] = min(self.widest, w + 1)
         elif queued > beta:
             self.window[s] = max(1, w - 1)
         self.mark[s] = self.pool[0] if self.pool else float("inf")
-
-    def _start(self, s, w, queued, r):
-        """Vegas' slow start on slice `s`: the window doubles every other
-        round trip, held in between so the next one is measured at the new
-        size, until more than gamma blocks queue; then it drops to the
-        window that would have queued none, plus one (Linux's tcp_vegas),
-        and the linear rule takes over."""
-        if queued > self.gamma:
-            self.starting.discard(s)
-            self.window[s] = max(1, min(w, int(w * self.least[s] / r) + 1))
-        elif s in self.holding:
-            self.holding.discard(s)
-        else:
-            self.window[s] = min(self.widest, 2 * w)
-            self.holding.add(s)
-
-    def _left_out(self, s):
-        """Whether the slices carrying blocks now would drain the pool
-        before `s` ended one more block."""
-        if not self.tail:
-            return False
-        others = sum(n / self.rounds[k] for k, n in self.busy.items()
-                     if k != s and n > 0 and self.rounds.get(k, 0) > 0)
-        return others > 0 and self.rounds[s] > len(self.pool) / others
 
     def _give(self, s, now):
         block = self.pool.popleft()
