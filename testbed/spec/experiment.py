@@ -78,23 +78,23 @@ class Experiment:
     probe: ProbeSettings = None   # None: no probes
 
 
-def options_of(plugin, raw, path, error):
+def options_of(plugin, raw, path):
     """A plug-in's parameters as declared in its OPTIONS: known names only,
     each a value its declaration takes."""
     try:
         return check_options(plugin.OPTIONS, raw, plugin.NAME)
     except OptionError as e:
-        raise error(path if e.key is None else f"{path}.{e.key}", e.message) from None
+        raise SpecError(path if e.key is None else f"{path}.{e.key}", e.message) from None
 
 
-def plugin(registry, raw, key, default, error, base_dir):
+def plugin(registry, raw, key, default, base_dir):
     """(the name to run, the plug-in class) topo.yaml names at
     experiment.KEY; an old name gets its new one, with a warning."""
     ref = raw.get(key, default)
     try:
         cls, _ = registry.load(ref, base_dir)
     except PluginError as e:
-        raise error(f"experiment.{key}", str(e)) from None
+        raise SpecError(f"experiment.{key}", str(e)) from None
     if registry.deprecated(ref):
         log.warning("warning: experiment.%s: %s", key, registry.deprecated(ref))
         ref = registry.aliases[ref][0]
@@ -108,24 +108,19 @@ def parse(raw, datacenters, base_dir=None):
     check.keys(raw, KEYS, "experiment")
     p = lambda key: f"experiment.{key}"  # noqa: E731
 
-    def choice(key, options, default):
-        value = raw.get(key, default)
-        if not isinstance(value, str) or value not in options:
-            raise SpecError(p(key), f"unknown {key} {shown(value)}; available: {', '.join(options)}")
-        return value
-
-    sync, scheme = plugin(SYNC, raw, "sync", "ssgd", SpecError, base_dir)
-    overlay, over = plugin(OVERLAY, raw, "overlay", "ps", SpecError, base_dir)
+    sync, scheme = plugin(SYNC, raw, "sync", "ssgd", base_dir)
+    overlay, over = plugin(OVERLAY, raw, "overlay", "ps", base_dir)
     why = mismatch(scheme, over)
     if why:
         raise SpecError(p("overlay"), why)
-    overlay_options = options_of(over, raw.get("overlay_options", {}), p("overlay_options"), SpecError)
-    sync_options = options_of(scheme, raw.get("sync_options", {}), p("sync_options"), SpecError)
+    overlay_options = options_of(over, raw.get("overlay_options", {}), p("overlay_options"))
+    sync_options = options_of(scheme, raw.get("sync_options", {}), p("sync_options"))
     why = over().refuse({d.name: d.servers for d in datacenters}, {d.name: d.workers for d in datacenters})
     if why:
         raise SpecError(p("overlay"), why)
-    coordination = choice("coordination", ["management", "wan"], "wan")
-    workload, kind = plugin(WORKLOAD, raw, "workload", "train", SpecError, base_dir)
+    coordination = check.word(raw.get("coordination", "wan"), p("coordination"), ["management", "wan"],
+                              "coordination")
+    workload, kind = plugin(WORKLOAD, raw, "workload", "train", base_dir)
     data_dir = raw.get("data_dir", "")
     if not isinstance(data_dir, str):
         raise SpecError(p("data_dir"), f"{shown(data_dir)} is not a folder name")
@@ -134,8 +129,8 @@ def parse(raw, datacenters, base_dir=None):
     if flat_size(model) is not None:
         model_cls = MODEL.load("flat")[0]
     else:
-        model, model_cls = plugin(MODEL, raw, "model", model, SpecError, base_dir)
-    model_options = options_of(model_cls, raw.get("model_options", {}), p("model_options"), SpecError)
+        model, model_cls = plugin(MODEL, raw, "model", model, base_dir)
+    model_options = options_of(model_cls, raw.get("model_options", {}), p("model_options"))
     if trains and not model_cls(model_options).trainable:
         raise SpecError(p("model"), f"{model} has shapes only: it runs a synthetic workload, not "
                                     "train (trainable: " + ", ".join(
@@ -143,15 +138,14 @@ def parse(raw, datacenters, base_dir=None):
                         + ")")
     dataset, dataset_options = "", {}
     if trains:
-        dataset, dataset_cls = plugin(DATASET, raw, "dataset", "digits", SpecError, base_dir)
-        dataset_options = options_of(dataset_cls, raw.get("dataset_options", {}),
-                                     p("dataset_options"), SpecError)
+        dataset, dataset_cls = plugin(DATASET, raw, "dataset", "digits", base_dir)
+        dataset_options = options_of(dataset_cls, raw.get("dataset_options", {}), p("dataset_options"))
         if dataset_cls.NEEDS_DIR and not data_dir:
             raise SpecError(p("data_dir"), f"{dataset} is read from a local folder: name it in data_dir")
         if dataset_cls.NEEDS_DIR and not os.path.isdir(data_dir):
             raise SpecError(p("data_dir"), f"{shown(data_dir)} is not a folder (nothing is downloaded: "
                                            f"put the {dataset} files there)")
-    partition = choice("partition", ["iid", "noniid"], "iid")
+    partition = check.word(raw.get("partition", "iid"), p("partition"), ["iid", "noniid"], "partition")
 
     with_servers = [d.name for d in datacenters if d.servers > 0]
     server_dc = raw.get("server_dc", with_servers[0] if with_servers else datacenters[0].name)
