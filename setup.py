@@ -5,7 +5,7 @@ setup(
     version="0.1.0",
     description="Mininet testbed for distributed machine learning across emulated WANs",
     packages=find_packages(include=["testbed", "testbed.*", "agents", "agents.*"]),
-    package_data={"testbed.presets": ["*.csv"], "testbed.ui": ["static/*"]},
+    package_data={"testbed.spec.presets": ["*.csv"], "testbed.ui": ["static/*"]},
     python_requires=">=3.9",
     install_requires=[
         "mininet==2.3.0.dev6",

@@ -24,8 +24,9 @@ import sys
 import tempfile
 
 from agents.events import read_events
-from testbed import report, runner
 from testbed import spec as specmod
+from testbed.analysis import report
+from testbed.run import runner
 
 DCS = ("virginia", "frankfurt", "tokyo", "sydney")
 WORKERS_PER_DC = 4

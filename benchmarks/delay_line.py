@@ -55,9 +55,9 @@ import subprocess
 import time
 
 from testbed import spec as specmod
-from testbed.cpu import busy_seconds
 from testbed.emulation import measure, network
 from testbed.emulation.delay import CompiledRelayDelay, NoDelay
+from testbed.records.cpu import busy_seconds
 
 DELAY = 0.010
 CPU_RATES = (20e6, 50e6)

@@ -1,6 +1,6 @@
 """How large a WAN this machine emulates faithfully, measured in one run.
 
-For N = 3, 6, 9, 12 and 16 DCs on a ring with chords (testbed.topogen; a
+For N = 3, 6, 9, 12 and 16 DCs on a ring with chords (testbed.spec.topogen; a
 server and a worker per DC, 20 Mbit/s and 10 ms per direction by default),
 with every WAN link direction carrying an iperf3 flow at once, it measures:
 
@@ -55,12 +55,12 @@ import tempfile
 import time
 
 from testbed import spec as specmod
-from testbed.cpu import CpuMeter
+from testbed.records.cpu import CpuMeter
 from testbed.emulation import measure, network
 from testbed.emulation.capability import DELAY_BACKENDS
 from testbed.emulation.delay import NoDelay
 from testbed.emulation.network import run_in
-from testbed.topogen import ring_with_chords
+from testbed.spec.topogen import ring_with_chords
 from agents.planning.wan import GOODPUT_SHARE
 
 GOODPUT_TOLERANCE = 0.05
@@ -235,7 +235,8 @@ def warm_arp(net):
 
 def agent_start(n, args, root):
     """Seconds from network up to the first iteration in a short real run."""
-    from testbed import report, runner
+    from testbed.analysis import report
+    from testbed.run import runner
     experiment = ("experiment:\n  workload: synthetic\n  model: flat-100000\n"
                   "  compute_time: 10ms\n  stop: {iterations: 3, time: 3min}\n")
     path = os.path.join(root, f"ring-{n}.yaml")

@@ -55,7 +55,7 @@ from agents.planning.evaluate import link_shares
 from testbed import spec as specmod
 from testbed.bounds.model import wan_of
 from testbed.bounds.timeline import bound_while, time_to_carry, wan_states
-from testbed.runner import overlay_layout
+from testbed.run.runner import overlay_layout
 
 SPAN = 120.0        # seconds of the links' future a start's plans and bound may meet
 FAMILY = ("max", "now", "mean", "equal")    # the readings `optimal_policy.readings` plans a family on

@@ -5,8 +5,8 @@ import time
 
 import pytest
 
-from testbed import cpu
 from testbed.emulation import measure
+from testbed.records import cpu
 
 SKIP_DETAIL = 300          # characters of a skipped measurement's detail in its reason
 

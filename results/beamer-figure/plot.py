@@ -17,10 +17,10 @@ import statistics
 
 from agents.coflow.policies import make_policy
 from agents.coflow.search import SearchParams, SearchWorkload
+from testbed.analysis.stats import describe, write_table
 from testbed.coflow.bounds import search_bounds
 from testbed.coflow.simulator import simulate
-from testbed.runfolder import RunFolder
-from testbed.stats import describe, write_table
+from testbed.records.runfolder import RunFolder
 
 POLICIES = ("fair", "fifo-lm", "sincronia", "beamer")
 NAMES = {"fair": "fair", "fifo-lm": "FIFO-LM", "sincronia": "Sincronia", "beamer": "Beamer"}
@@ -105,7 +105,7 @@ def simulator_part(scale=SIM_SCALE, seeds=SIM_SEEDS):
 def _run_seed(row, folder):
     if row.get("search.seed") is not None:
         return row["search.seed"]
-    return (folder.read_json("spec.json", {}).get("search") or {}).get("seed")
+    return ((folder.read_json("spec.json", {}).get("search") or {}).get("params") or {}).get("seed")
 
 
 def testbed_part(rows):
@@ -174,11 +174,11 @@ def testbed_setting(rows):
     for r in rows:
         if r.get("run"):
             spec = RunFolder(r["run"]).read_json("spec.json", {})
-            s, rate = spec.get("search") or {}, (spec.get("lan") or {}).get("rate")
+            s, rate = (spec.get("search") or {}).get("params") or {}, (spec.get("lan") or {}).get("rate")
             if s and rate:
                 return (f"testbed: {s.get('tasks')} searches x {s.get('configs')} configs, "
                         f"eta {s.get('eta')}, PS + {s.get('workers')} workers per job, "
-                        f"{len(s.get('machines') or ())} hosts with {rate / 1e6:g} Mbit/s NICs")
+                        f"{s.get('machines')} hosts with {rate / 1e6:g} Mbit/s NICs")
     return None
 
 

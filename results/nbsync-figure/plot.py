@@ -9,9 +9,9 @@ the mean local steps per round and overlap ratio."""
 import os
 import statistics
 
-from testbed import report
-from testbed.runfolder import RunFolder
-from testbed.stats import write_table
+from testbed.analysis import report
+from testbed.analysis.stats import write_table
+from testbed.records.runfolder import RunFolder
 
 SCHEMES = ("ssgd", "fedavg", "fedasync", "esync", "nbsync")
 NAMES = {"ssgd": "SSGD", "fedavg": "FedAvg", "fedasync": "FedAsync", "esync": "ESync",

@@ -12,9 +12,9 @@ ran (`sync_over_t_lb_as_run`: the median of each iteration's own ratio)."""
 
 import os
 
-from testbed import report
-from testbed.runfolder import RunFolder
-from testbed.stats import write_table
+from testbed.analysis import report
+from testbed.analysis.stats import write_table
+from testbed.records.runfolder import RunFolder
 
 SYSTEMS = ("mxnet", "mlnet", "tsengine", "netstorm")
 NAMES = {"mxnet": "MXNET (PS star)", "mlnet": "MLNET", "tsengine": "TSEngine",

@@ -9,7 +9,7 @@ iterations, `t_lb_as_run_s`), which the figure draws there."""
 
 import os
 
-from testbed.stats import BOUND_COLUMNS, bounds_against, describe, ratio, write_table
+from testbed.analysis.stats import BOUND_COLUMNS, bounds_against, describe, ratio, write_table
 
 OVERLAYS = ("ps", "mlnet", "tsengine")
 NAMES = {"ps": "PS star", "mlnet": "MLNET (k=2)", "tsengine": "TSEngine"}

@@ -1,6 +1,6 @@
 """planner-dynamic: NetStorm against the planner's steered dispatch on
 NetStorm's 9-DC WAN redrawn every 10 s, each synchronization divided by t_lb
-of the links as they were while it ran (testbed/run_iterations.py), and the
+of the links as they were while it ran (testbed/analysis/iterations.py), and the
 same steering against the planner's fixed plan on the static WAN.
 
 A run's settings are read from its name, SETTING[-drawD-runR]-SYSTEM.  The
@@ -14,9 +14,9 @@ import os
 import re
 import statistics
 
-from testbed.run_iterations import per_iteration, steady_ratios
-from testbed.stats import write_table
-from testbed.sweep import RecipeError
+from testbed.analysis.iterations import per_iteration, steady_ratios
+from testbed.analysis.stats import write_table
+from testbed.sweeps.sweep import RecipeError
 
 SYSTEMS = ("netstorm", "fixed", "steered")
 COLORS = {"netstorm": "C3", "fixed": "C0", "steered": "C4"}

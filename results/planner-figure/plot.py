@@ -28,14 +28,14 @@ import statistics
 
 from agents.events import read_events
 from agents.planning.evaluate import link_shares
-from testbed import report
 from testbed import spec as specmod
+from testbed.analysis import report
+from testbed.analysis.iterations import iters_of, per_iteration, steady_ratios
+from testbed.analysis.stats import write_table
 from testbed.bounds import wan_of
 from testbed.bounds.timeline import slowest_syncs, time_to_carry, wan_states
-from testbed.run_iterations import iters_of, per_iteration, steady_ratios
-from testbed.runfolder import RunFolder
-from testbed.runner import router_paths
-from testbed.stats import write_table
+from testbed.records.runfolder import RunFolder
+from testbed.run.runner import router_paths
 
 SYSTEMS = ("star", "mlnet", "tsengine", "netstorm", "planner")
 NAMES = {"star": "PS star", "mlnet": "MLNET", "tsengine": "TSEngine", "netstorm": "NetStorm",

@@ -6,7 +6,7 @@ tree packing) in the table."""
 
 import os
 
-from testbed.stats import BOUND_COLUMNS, bounds_against, describe, write_table
+from testbed.analysis.stats import BOUND_COLUMNS, bounds_against, describe, write_table
 
 COLUMNS = ("dcs", "runs", "sync_median_s", "sync_min_s", "sync_max_s", "sync_ci95_s",
            *BOUND_COLUMNS, "failed")

@@ -1,5 +1,5 @@
 """How fast one synchronization can be on a WAN, from three sides:
-`t_cut` (the pairwise cut bound of testbed/bound.py), `t_lb` (the
+`t_cut` (the pairwise cut bound of cut.py), `t_lb` (the
 partial-sum lower bound, tighter where DCs without agents only forward) and
 `t_opt` (the best multi-root tree packing, an achievable time, with its
 trees)."""

@@ -58,23 +58,23 @@ exactly.  It uses the least delay each link had and leaves each link's
 windows as that delay sets them, which only widens them.
 
 t_lat, the longest least-delay path between two terminals, and t_cut, the
-pairwise quickest-flow bound of testbed/bound.py (which also lets transit
-DCs add, and so stays valid), bound it too, so
+pairwise quickest-flow bound of cut.py (which also lets transit DCs add,
+and so stays valid), bound it too, so
         t_lb = max(t_win, t_lat, t_cut).
-It leaves out what testbed/bound.py leaves out: TCP, queueing, computing
-the sums, workers finishing at different times.
+It leaves out what cut.py leaves out: TCP, queueing, computing the sums,
+workers finishing at different times.
 """
 
 import itertools
 
 from agents.planning.lp import INFEASIBLE, LP, add_flow, add_routing, overlay_arcs
-from testbed.bound import quickest_flow_time
+from testbed.bounds.cut import quickest_flow_time
 
 MAX_PARTITIONS = 5000
 
 
 def t_cut(wan, model_bytes):
-    """The pairwise cut bound (testbed/bound.py) between terminals."""
+    """The pairwise cut bound (cut.py) between terminals."""
     pairs = itertools.permutations(wan.terminals, 2)
     return max((quickest_flow_time(wan.links, a, b, model_bytes) for a, b in pairs), default=0.0)
 

@@ -1,12 +1,12 @@
 """The configured WAN of a topology, as the bounds see it."""
 
 from agents.planning.wan import Wan
-from testbed.bound import network_of
+from testbed.bounds.cut import network_of
 
 
 def wan_of(spec):
     """The Wan of a validated Spec or of its JSON form (spec.json): rates and
-    delays as testbed/bound.py reads them (payload share, least delay)."""
+    delays as cut.py reads them (payload share, least delay)."""
     workers, links = network_of(spec)
     if isinstance(spec, dict):
         servers = {d["name"]: d.get("servers", 0) for d in spec["datacenters"]}

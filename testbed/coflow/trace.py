@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from agents.coflow.model import Coflow, Fabric, Flow
-from testbed.textfile import read_small_text
+from testbed.spec.textfile import read_small_text
 
 MAX_TRACE_BYTES = 16 * 1024 * 1024
 

@@ -12,8 +12,8 @@ import re
 import subprocess
 import time
 
-from testbed import cpu
 from testbed.emulation.network import NetworkError, run_in
+from testbed.records import cpu
 
 
 def cpu_times():

@@ -12,9 +12,10 @@ egress and the bridge port toward it, so lan.bw bounds what each node
 sends and what it receives.  Routers get
 static routes along least-delay paths, so partial meshes work.
 
-`change_link` is the one way any later feature (traces, console,
-injection) alters a link while traffic flows: `tc ... change` and relay
-messages, never delete-and-re-add, which would reset queues and flows.
+`change_link` is the one way anything (dynamics, the consoles, `testbed
+inject`, the live page) alters a link while traffic flows: `tc ... change`
+and relay messages, never delete-and-re-add, which would reset queues and
+flows.
 """
 
 import json
@@ -28,10 +29,10 @@ import time
 from testbed.emulation import capability, shaping
 from testbed.emulation.delay import DelayError, make_backend
 from testbed.emulation.plan import make_plan
+from testbed.emulation.shield import signals_deferred
 from testbed.emulation.state import RunState, remove_run
-from testbed.shield import signals_deferred
 from testbed.spec import Direction
-from testbed.units import parse_rate
+from testbed.spec.units import parse_rate
 
 log = logging.getLogger(__name__)
 CLASS_RE = re.compile(r"class htb 1:1 .*? rate (\S+) .*?\n\s*Sent (\d+) bytes", re.S)

@@ -28,7 +28,7 @@ import subprocess
 import time
 
 from testbed.emulation.plan import PREFIX, run_prefix
-from testbed.runfolder import close_killed
+from testbed.records.runfolder import close_killed
 
 DEFAULT_STATE_ROOT = "/run/geo-testbed"
 STATE_ROOT = os.environ.get("TESTBED_STATE_DIR", DEFAULT_STATE_ROOT)

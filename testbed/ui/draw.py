@@ -5,8 +5,8 @@ rate and delay."""
 import math
 import os
 
+from testbed.spec.units import format_rate, format_time
 from testbed.ui.layout import positions
-from testbed.units import format_rate, format_time
 
 FORMATS = (".png", ".svg", ".pdf")
 OFFSET = 0.012       # how far each direction's arrow sits from the link's centre line

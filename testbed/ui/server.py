@@ -15,7 +15,8 @@ import time
 
 from aiohttp import web
 
-from testbed.control import MAX_LINE_BYTES, CommandError, failure_line
+from testbed.emulation.commands import CommandError, failure_line
+from testbed.run.control import MAX_LINE_BYTES
 from testbed.ui import page
 from testbed.ui import state as statemod
 

@@ -13,10 +13,10 @@ import bisect
 import os
 
 from agents.events import EventTail
-from testbed import report
-from testbed.bound import sync_lower_bound
-from testbed.overlay_plot import piece_edges, round_edges
-from testbed.runfolder import RunFolder
+from testbed.analysis import report
+from testbed.analysis.overlay_plot import piece_edges, round_edges
+from testbed.bounds.cut import sync_lower_bound
+from testbed.records.runfolder import RunFolder
 from testbed.ui.layout import positions
 
 MAX_FRAMES = 300

@@ -10,9 +10,9 @@ import time
 import pytest
 
 from agents.events import read_events
-from testbed import runend, runner
 from testbed import spec as S
 from testbed.emulation import state as statemod
+from testbed.run import runend, runner
 from tests.mininet.helpers import cli_argv, cmdlines_with, east_west, interruptible, processes_in
 
 pytestmark = pytest.mark.mininet

@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from testbed import cluster
 from testbed.emulation import state as statemod
+from testbed.sweeps import cluster
 from tests.mininet.helpers import ROOT, cli_argv, east_west, interruptible, root_links_with
 from tests.ports import free_port
 

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from testbed.emulation import measure, network
-from testbed.units import parse_rate
+from testbed.spec.units import parse_rate
 from tests.mininet.helpers import spec_of
 from agents.planning.wan import GOODPUT_SHARE
 

@@ -13,7 +13,7 @@ from agents.overlay.planner import plan as planner
 from agents.events import read_events
 from testbed import spec as S
 from testbed.bounds import wan_of
-from testbed.runner import overlay_layout
+from testbed.run.runner import overlay_layout
 from tests.mininet.helpers import ROOT, run_topology
 
 pytestmark = pytest.mark.mininet

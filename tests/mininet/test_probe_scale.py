@@ -9,10 +9,10 @@ import pytest
 
 from agents.events import read_events
 from agents.probe import schedule
+from testbed.analysis.report import PROBE_TOLERANCE
 from testbed.emulation import network
-from testbed.experiment import ProbeSettings
-from testbed.probecheck import neighbours, probe_ratios
-from testbed.report import PROBE_TOLERANCE
+from testbed.run.probecheck import neighbours, probe_ratios
+from testbed.spec.experiment import ProbeSettings
 from tests.mininet.helpers import spec_of
 from tests.stalls import judged
 

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from testbed.sweep import load_recipe
+from testbed.sweeps.sweep import load_recipe
 from tests.mininet.helpers import ROOT
 
 pytestmark = pytest.mark.mininet

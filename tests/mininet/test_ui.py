@@ -16,7 +16,7 @@ import pytest
 from agents.events import read_events
 from testbed import spec as specmod
 from testbed.emulation.plan import make_plan
-from testbed.units import parse_rate
+from testbed.spec.units import parse_rate
 from tests import browser
 from tests.mininet.helpers import ROOT, cli_argv, interruptible
 

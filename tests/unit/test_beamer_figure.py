@@ -86,8 +86,9 @@ def a_run(folder, policy, avg_sct, sct, seed=3):
                           "sct": sct, "cct": [1.0], "makespan": {"t0": 2 * avg_sct, "t1": 4.0},
                           "lower_bound": {"avg_sct": 2.0, "avg_cct": 0.5}}}
     spec = {"lan": {"rate": 100e6},
-            "search": {"tasks": 2, "configs": 2, "eta": 2, "workers": 2, "seed": seed,
-                       "machines": ["c-w0", "c-w1", "c-w2"]}}
+            "search": {"dc": "c", "machines": ["c-w0", "c-w1", "c-w2"],
+                       "params": {"tasks": 2, "configs": 2, "eta": 2, "workers": 2, "seed": seed,
+                                  "machines": 3}}}
     for name, data in (("summary.json", summary), ("spec.json", spec)):
         with open(os.path.join(folder, name), "w") as f:
             json.dump(data, f)
@@ -111,4 +112,5 @@ def test_testbed_runs_become_rows_normalized_to_the_beamer_run(plot, tmp_path):
     bed = [r for r in read_table(out) if r["source"] == "testbed"]
     assert [(r["policy"], r["avg_sct_over_beamer"], r["avg_sct_over_bound"]) for r in bed] == \
         [("fair", "1.5", "3"), ("beamer", "1", "2")]
-    assert "100 Mbit/s" in plot.testbed_setting(rows)
+    assert plot.testbed_setting(rows) == ("testbed: 2 searches x 2 configs, eta 2, PS + 2 workers per "
+                                          "job, 3 hosts with 100 Mbit/s NICs")

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from testbed import spec as S
-from testbed.bound import network_of, quickest_flow_time, sync_lower_bound
+from testbed.bounds.cut import network_of, quickest_flow_time, sync_lower_bound
 from agents.planning.wan import GOODPUT_SHARE
 
 M = 10_000_000          # bytes

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from testbed.bound import network_of, sync_lower_bound
+from testbed.bounds.cut import network_of, sync_lower_bound
 
 M = 10_000_000          # bytes
 R = 80e6                # bit/s on the wire

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from testbed.emulation import state as S
-from testbed.runfolder import RunFolder
+from testbed.records.runfolder import RunFolder
 
 
 # ------------------------------------------------------------ command lines

@@ -11,9 +11,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from testbed import cluster
+from testbed.sweeps import cluster
 from tests.ports import free_port
-from testbed.runfolder import is_run_folder
+from testbed.records.runfolder import is_run_folder
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 RECIPE = os.path.join(ROOT, "results", "ps-scaling", "recipe.yaml")

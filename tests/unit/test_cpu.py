@@ -3,7 +3,7 @@ import time
 
 import pytest
 
-from testbed import cpu
+from testbed.records import cpu
 
 
 def test_the_load_of_a_run_is_the_mean_busy_share_and_the_share_of_saturated_seconds():

@@ -3,8 +3,9 @@ import textwrap
 
 import pytest
 
-from testbed import dynamics as D
 from testbed import spec as S
+from testbed.run.dynamics import Engine
+from testbed.spec import dynamics as D
 
 TOPOLOGIES = os.path.join(os.path.dirname(__file__), "..", "..", "topologies")
 BASE = """
@@ -185,7 +186,8 @@ def test_timed_link_speed_and_cut_events():
     ("- {generator: random_walk, link: [a, b], low: 5mbit, high: 1mbit, step: 1mbit, every: 1s}\n",
      "dynamics[0].high", "above low"),
     ("- {trace: nowhere.csv, link: [a, b]}\n", "dynamics[0].trace", "cannot read trace"),
-    ("- {at: 1s, link: [a, b], direction: backward, bw: 1mbit}\n", "dynamics[0].direction", "both or forward"),
+    ("- {at: 1s, link: [a, b], direction: backward, bw: 1mbit}\n", "dynamics[0].direction",
+     "unknown direction 'backward'; available: both, forward"),
     ("- {at: 1s, link: [a, b], loss: 100%}\n", "dynamics[0].loss", "below 100%"),
 ])
 def test_each_dynamics_mistake_names_its_path(entry, path, words):
@@ -216,7 +218,7 @@ def test_the_engine_fires_actions_in_time_order():
         fired.append(("speed", a.t))
         done.set()
 
-    engine = D.Engine(link, speed)
+    engine = Engine(link, speed)
     engine.run([D.Schedule("at", ("speed", ("w",)), ((0.2, {"speed": 1.0}),)),
                 D.Schedule("at", ("link", "a", "b", True), ((0.1, {"rate": 1e6}),))], horizon=10)
     assert done.wait(5)

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from testbed.control import CommandError, parse_link_change, parse_speed, words_of
+from testbed.emulation.commands import CommandError, parse_link_change, parse_speed, words_of
 
 DCS = ["virginia", "frankfurt", "tokyo"]
 
@@ -61,7 +61,7 @@ def test_bad_speed_commands_say_why(words, msg):
 def test_a_control_socket_deep_in_the_file_system_is_still_reachable(tmp_path):
     import socket
 
-    from testbed.control import reachable
+    from testbed.run.control import reachable
     deep = tmp_path / ("d" * 60) / ("e" * 60)
     deep.mkdir(parents=True)
     path = str(deep / "control.sock")
@@ -110,7 +110,7 @@ class ExplodingNetConsole:
 
     @staticmethod
     def make(out):
-        from testbed.netconsole import NetConsole
+        from testbed.emulation.netconsole import NetConsole
 
         class Console(NetConsole):
             def do_boom(self, arg):
@@ -146,7 +146,7 @@ def test_the_net_console_reads_commands_after_bad_ones_until_exit():
 
 
 def commands(set_speed=lambda workers, speed, source: None, workload="synthetic", run_dir="."):
-    from testbed.control import Commands
+    from testbed.run.control import Commands
     spec = a_spec(workload)
     net = types.SimpleNamespace(spec=spec, current={("virginia", "tokyo"): spec.wan[0].ab})
     return Commands(net, engine=None, set_speed=set_speed, run_dir=run_dir)
@@ -170,7 +170,7 @@ def test_an_unforeseen_failure_of_a_command_is_a_command_error():
 
 
 def test_the_run_console_answers_bad_commands_with_one_line_and_goes_on():
-    from testbed.control import RunConsole
+    from testbed.run.control import RunConsole
     out = io.StringIO()
     console = RunConsole(commands(), out)
     console.stdin = io.StringIO("link virginia 'tokyo\nspeed tokyo-w0 x\nshow links\nexit\n")
@@ -185,7 +185,7 @@ def test_the_run_console_answers_bad_commands_with_one_line_and_goes_on():
 def test_the_control_socket_answers_every_bad_command_and_keeps_serving(tmp_path):
     import socket
 
-    from testbed.control import MAX_LINE_BYTES, ControlServer, inject
+    from testbed.run.control import MAX_LINE_BYTES, ControlServer, inject
 
     def broken(workers, speed, source):
         raise RuntimeError("the speed file is gone")

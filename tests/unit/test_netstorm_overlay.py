@@ -11,7 +11,7 @@ from agents.overlay.netstorm import node as ns_node
 from agents.overlay.netstorm import plan as ns_plan
 from agents.overlay.layout import Layout
 from agents.overlay.netstorm.policy import Policy, relative_change
-from testbed.topogen import ring_links
+from testbed.spec.topogen import ring_links
 from tests.dataplane_sim import Recorder, simulate
 
 

@@ -1,6 +1,6 @@
 """Which trees the report draws, from hand-built events."""
 
-from testbed.overlay_plot import positions, trees
+from testbed.analysis.overlay_plot import positions, trees
 
 
 def decision(it, kind, sender, receiver, piece=0):

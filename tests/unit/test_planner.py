@@ -25,7 +25,7 @@ from agents.planning.evaluate import link_shares, plan_loads, plan_rate
 from agents.planning.packing import arc_delays, tree_packing
 from testbed import spec as S
 from testbed.bounds import t_lb, wan_of
-from testbed.runner import overlay_layout
+from testbed.run.runner import overlay_layout
 
 TOPOLOGIES = os.path.join(os.path.dirname(__file__), "..", "..", "topologies")
 REPLAN = os.path.join(os.path.dirname(__file__), "data", "planner-replan-9dc.json")

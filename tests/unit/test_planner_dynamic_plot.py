@@ -4,7 +4,7 @@ taken against each setting's own baseline, on hand-made numbers."""
 
 import pytest
 
-from testbed.sweep import RecipeError
+from testbed.sweeps.sweep import RecipeError
 from tests.recipe_plot import load_plot
 
 

@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from agents.probe import schedule
-from testbed.experiment import ProbeSettings
-from testbed.runner import probe_settings
+from testbed.spec.experiment import ProbeSettings
+from testbed.run.runner import probe_settings
 from tests.mininet.helpers import spec_of
 
 FRAME_BITS = 1514 * 8

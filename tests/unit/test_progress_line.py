@@ -1,4 +1,4 @@
-from testbed.runner import Progress
+from testbed.run.runner import Progress
 
 AB = ("virginia", "tokyo")
 BA = ("tokyo", "virginia")

@@ -6,9 +6,10 @@ import os
 import pytest
 from rich.console import Console
 
-from testbed import cli, report
+from testbed.cli import tables
+from testbed.analysis import report
 from agents.planning.wan import GOODPUT_SHARE
-from testbed.runfolder import RunFolder
+from testbed.records.runfolder import RunFolder
 
 WALL0 = 1_800_000_000.0      # wall clock at monotonic time 0 of the hand-built runs
 SPEC = {"name": "quickstart",
@@ -72,7 +73,7 @@ def test_a_run_in_which_no_iteration_finished_says_so_and_keeps_its_worker_count
     summary = report.summarize(folder)
     assert summary["workers"] == 3 and summary["iterations"] == 0
     console = Console(width=200, record=True)
-    console.print(cli.summary_table(summary, "run"))
+    console.print(tables.summary_table(summary, "run"))
     text = console.export_text()
     assert "3 workers" in text
     assert "none finished" in text
@@ -82,7 +83,7 @@ def test_compare_shows_whole_run_names_in_a_narrow_terminal(tmp_path):
     names = ["20261130-093012-quickstart", "20261130-094501-quickstart"]
     rows = [{"run": n, **{c: None for c in report.COMPARE_COLUMNS[1:]}} for n in names]
     console = Console(width=80, record=True)
-    console.print(cli.compare_table(rows, report.COMPARE_COLUMNS))
+    console.print(tables.compare_table(rows, report.COMPARE_COLUMNS))
     text = console.export_text()
     for n in names:
         assert n in text
@@ -135,7 +136,7 @@ def test_a_run_whose_link_changed_is_also_held_to_the_links_while_each_sync_ran(
     # From the last start iteration 10 began after the fall: ten of 19 at 10 alone.
     assert summary["sync_from_last_start_over_t_lb_as_run"] == pytest.approx(0.5 / (10 * alone), rel=1e-6)
     console = Console(width=300, record=True)
-    console.print(cli.summary_table(summary, "run"))
+    console.print(tables.summary_table(summary, "run"))
     assert "x t_lb of the links as they were while each synchronization ran" in console.export_text()
     assert folder.read_json("bounds_as_run.json")["values"][0] == summary["sync_t_lb_as_run"]
 
@@ -144,7 +145,7 @@ def test_a_run_whose_links_stayed_as_configured_has_no_bounds_as_run(tmp_path):
     summary = report.summarize(run_folder(str(tmp_path), "20261130-093012-quickstart"))
     assert summary["sync_t_lb_as_run"] is None and summary["sync_over_t_lb_as_run"] is None
     console = Console(width=300, record=True)
-    console.print(cli.summary_table(summary, "run"))
+    console.print(tables.summary_table(summary, "run"))
     assert "the links stayed as configured" in console.export_text()
 
 

@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from testbed import reproduce as R
-from testbed.sweep import RecipeError, load_recipe
+from testbed.sweeps import reproduce as R
+from testbed.sweeps.sweep import RecipeError, load_recipe
 
 BASE = """
 datacenters: [{name: a, workers: 1, servers: 1}, {name: b, workers: 1}]

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from testbed.run_iterations import per_iteration, steady_ratios
+from testbed.analysis.iterations import per_iteration, steady_ratios
 from tests.unit.test_bound_timeline import M, two_dcs
 
 

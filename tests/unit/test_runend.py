@@ -2,8 +2,8 @@
 
 import pytest
 
-from testbed import runend
-from testbed.runend import conclude, target_reached
+from testbed.run import runend
+from testbed.run.runend import conclude, target_reached
 
 STOPS = dict(target=0.9, max_iterations=400, max_time=180.0)
 
@@ -66,7 +66,7 @@ def test_an_unknown_ending_is_a_bug():
 
 
 def test_the_status_line_says_which_stop_fired_and_whether_the_target_was_reached():
-    from testbed.cli import status_line
+    from testbed.cli.tables import status_line
     assert status_line({"status": "completed", "stopped_by": "iterations", "target_reached": False}) \
         == "completed, stopped by iterations, target not reached"
     assert status_line({"status": "completed", "stopped_by": "time", "target_reached": None}) \
@@ -77,8 +77,8 @@ def test_the_status_line_says_which_stop_fired_and_whether_the_target_was_reache
 def test_progress_is_read_from_the_run_folder_counting_only_workers_iterations(tmp_path):
     import json
 
-    from testbed.runfolder import RunFolder
-    from testbed.runner import training_progress
+    from testbed.records.runfolder import RunFolder
+    from testbed.run.runner import training_progress
     (tmp_path / "agents").mkdir()
 
     def events(name, evs):

@@ -11,7 +11,7 @@ import pytest
 
 from agents.config import AgentConfig, Peer, SearchSection, Transport
 from agents.events import read_events
-from testbed.search_report import pacing
+from testbed.analysis.search_report import pacing
 from tests.ports import free_port
 from tests.stalls import fresh_folders, judged, unstalled
 

@@ -4,7 +4,7 @@ receiver's goodput estimate and which flows are timed."""
 import pytest
 
 from agents.roles.machine import _Incoming
-from testbed.search_report import MIN_CHUNKS, pacing
+from testbed.analysis.search_report import MIN_CHUNKS, pacing
 
 
 def test_the_receivers_goodput_is_the_slope_of_bytes_against_arrival_times():

@@ -28,14 +28,15 @@ def test_the_shipped_search_parses_with_the_clusters_hosts_as_machines():
     assert spec.experiment is None
     assert s.machines == ("cluster-s0", "cluster-s1", "cluster-w0", "cluster-w1", "cluster-w2",
                           "cluster-w3")
-    assert (s.policy, s.tasks, s.configs, s.eta, s.workers) == ("beamer", 2, 2, 2, 2)
-    assert s.compute == (0.1, 0.3) and s.max_time == 120.0
-    assert s.params()["machines"] == 6
+    assert (s.policy, s.params.tasks, s.params.configs, s.params.eta, s.params.workers) == \
+        ("beamer", 2, 2, 2, 2)
+    assert s.params.compute == (0.1, 0.3) and s.max_time == 120.0
+    assert s.params.machines == 6
 
 
 def test_defaults_pick_the_dc_with_most_hosts():
     s = load("policy: fair").search
-    assert s.dc == "cluster" and s.chunk_bytes == 64 * 1024 and s.growth is None
+    assert s.dc == "cluster" and s.chunk_bytes == 64 * 1024 and s.params.growth is None
 
 
 @pytest.mark.parametrize("search,path,words", [

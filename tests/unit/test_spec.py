@@ -3,6 +3,7 @@ import textwrap
 import pytest
 
 from testbed import spec as S
+from testbed.spec import topology
 
 BASE = """
 datacenters:
@@ -62,7 +63,7 @@ def test_queue_as_frames_bytes_or_bdps(queue, expected):
 
 def test_a_tiny_bdp_still_gets_a_few_dozen_frames_of_queue():
     spec = load(BASE.replace("bw: 50mbit, delay: 20ms", "bw: 1mbit, delay: 1ms"))
-    assert spec.link("east", "west").ab.queue == S.MIN_QUEUE_PACKETS * 1514
+    assert spec.link("east", "west").ab.queue == topology.MIN_QUEUE_PACKETS * 1514
 
 
 def test_a_live_change_rescales_a_bdp_queue_but_not_a_fixed_one():
@@ -124,7 +125,8 @@ def test_explicit_values_beat_the_preset():
     (BASE.replace("name: east", "name: 'east coast'"), "datacenters[0].name", "not a valid name"),
     (BASE.replace("name: east", "name: East"), "datacenters[0].name", "not a valid name"),
     ("name: 'Bad Name'\n" + BASE, "name", "not a valid name"),
-    (BASE.replace("workers: 1}", "workers: -1}"), "datacenters[2].workers", "out of range"),
+    (BASE.replace("workers: 1}", "workers: -1}"), "datacenters[2].workers",
+     "must be a whole number in 0..32"),
     (BASE.replace("workers: 1}", "workers: 1, compute: [1.0, 2.0]}"), "datacenters[2].compute",
      "2 speeds for 1 workers"),
     (BASE.replace("workers: 1}", "workers: 1, compute: 0}"), "datacenters[2].compute", "relative speed"),

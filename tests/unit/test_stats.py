@@ -1,6 +1,6 @@
 import pytest
 
-from testbed.stats import BOUND_COLUMNS, bounds_against, describe, group, ratio
+from testbed.analysis.stats import BOUND_COLUMNS, bounds_against, describe, group, ratio
 
 
 def test_describe_gives_median_extremes_and_a_t_interval():

@@ -4,8 +4,8 @@ import textwrap
 import pytest
 import yaml
 
-from testbed import sweep as W
-from testbed.runfolder import RunFolder
+from testbed.records.runfolder import RunFolder
+from testbed.sweeps import sweep as W
 
 BASE = """
 name: base
@@ -174,7 +174,7 @@ def test_probes_on_one_budget_keep_the_key_they_had_before_a_steady_budget_exist
 def test_a_field_marked_unkeyed_at_default_leaves_the_data_only_when_off_its_default():
     import dataclasses
 
-    from testbed.experiment import UNKEYED_AT_DEFAULT
+    from testbed.spec.experiment import UNKEYED_AT_DEFAULT
 
     @dataclasses.dataclass
     class Inner:
@@ -272,7 +272,9 @@ def test_variants_bundle_several_paths_under_one_name(tmp_path):
     ("id: x\nbase: base.yaml\naxes: {variant: [{experiment.seed: 1}]}\n", "with a name"),
     ("id: x\nbase: base.yaml\naxes: {variant: [{name: a}, {name: a}]}\n", "'a' is taken"),
     ("id: x\nbase: base.yaml\naxes: {variant: [{name: a, colour: 1}]}\n", "neither a dotted path"),
-    ("id: x\nbase: base.yaml\naxes: {}\nbogus: 1\n", "unknown keys bogus"),
+    ("id: x\nbase: base.yaml\naxes: {}\nbogus: 1\n", "bogus: unknown key; known keys: axes, base"),
+    ("id: x\nbase: base.yaml\naxes: {}\nquik: {}\n", "quik: unknown key; did you mean 'quick'"),
+    ("id: x\nbase: base.yaml\naxes: [experiment.seed]\n", "axes: must be a mapping"),
     ("id: x\naxes: {}\n", "base: missing"),
     ("id: x\nbase: nope.yaml\naxes: {}\n", "not found"),
     ("id: x\nbase: base.yaml\naxes: {colour: [1]}\n", "neither a dotted path"),
@@ -301,7 +303,7 @@ def test_a_refused_recipe_leaves_no_trace_and_keeps_what_was_there(tmp_path):
 
 
 def test_a_list_valued_axis_gets_a_short_distinct_label():
-    from testbed.sweep import MAX_LABEL, Setting
+    from testbed.sweeps.sweep import MAX_LABEL, Setting
     a = Setting((("dynamics", [{"trace": "/" + "x" * 300, "link": ["a", "b"]}]),
                  ("experiment.seed", 1)))
     b = Setting((("dynamics", [{"trace": "/" + "y" * 300, "link": ["a", "b"]}]),
@@ -315,7 +317,7 @@ def test_a_list_valued_axis_gets_a_short_distinct_label():
 def runs_that_end(monkeypatch, stopped_by, reason):
     """Replace the runner by one whose runs end at once, as `stopped_by`
     says, each with its folder written; returns the list of runs started."""
-    from testbed import runner
+    from testbed.run import runner
     calls = []
 
     def run(spec, runs_root, delay_backend, show, say):
@@ -329,7 +331,7 @@ def runs_that_end(monkeypatch, stopped_by, reason):
 
 
 def test_ctrl_c_during_a_local_setting_ends_the_sweep(tmp_path, monkeypatch):
-    from testbed import runend
+    from testbed.run import runend
     r = W.load_recipe(recipe_at(tmp_path, RECIPE))
     # The runner turns Ctrl-C into an interrupted run with its folder written.
     calls = runs_that_end(monkeypatch, runend.INTERRUPTED, "interrupted by the user")
@@ -339,7 +341,8 @@ def test_ctrl_c_during_a_local_setting_ends_the_sweep(tmp_path, monkeypatch):
 
 
 def test_ctrl_c_during_a_reproduced_setting_ends_the_recipe_too(tmp_path, monkeypatch):
-    from testbed import reproduce, runend
+    from testbed.run import runend
+    from testbed.sweeps import reproduce
     path = recipe_at(tmp_path, RECIPE)
     monkeypatch.setattr(reproduce, "recipe_path", lambda recipe_id: path)
     calls = runs_that_end(monkeypatch, runend.INTERRUPTED, "interrupted by the user")
@@ -349,7 +352,7 @@ def test_ctrl_c_during_a_reproduced_setting_ends_the_recipe_too(tmp_path, monkey
 
 
 def test_a_failed_setting_is_told_and_the_sweep_goes_on(tmp_path, monkeypatch):
-    from testbed import runend
+    from testbed.run import runend
     r = W.load_recipe(recipe_at(tmp_path, RECIPE))
     calls = runs_that_end(monkeypatch, runend.AGENT_FAILURE, "peer a-s0 has been silent\nfor 60s")
     told = []

@@ -1,6 +1,6 @@
 import pytest
 
-from testbed.units import (UnitError, format_rate, format_time, parse_fraction, parse_rate,
+from testbed.spec.units import (UnitError, format_rate, format_time, parse_fraction, parse_rate,
                            parse_size, parse_time)
 
 

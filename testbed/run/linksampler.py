@@ -2,15 +2,15 @@
 and the bytes it has sent, both as the kernel reports them (`tc -s class
 show`), appended to the run folder's link_samples.jsonl.  The report turns
 them into throughput.  With `cpu_path`, it also appends how busy the
-machine's cores were over each interval (`testbed.cpu`)."""
+machine's cores were over each interval (`testbed.records.cpu`)."""
 
 import json
 import os
 import threading
 import time
 
-from testbed.cpu import CpuMeter
 from testbed.emulation.network import NetworkError
+from testbed.records.cpu import CpuMeter
 
 
 class LinkSampler:

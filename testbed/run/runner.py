@@ -22,12 +22,13 @@ from agents.config import AgentConfig, Peer, ProbeSection, Transport, ViewSectio
 from agents.events import EventLog, EventTail, read_events
 from agents.launcher import Launcher
 from agents.overlay.layout import Layout
-from testbed import control, dynamics, report, runend, search_run
+from testbed.analysis import report
 from testbed.emulation import network
 from testbed.emulation.plan import shortest_next_hops
-from testbed.linksampler import LinkSampler
-from testbed.runfolder import RunFolder
-from testbed.shield import signals_deferred
+from testbed.emulation.shield import signals_deferred
+from testbed.records.runfolder import RunFolder
+from testbed.run import control, dynamics, runend, search
+from testbed.run.linksampler import LinkSampler
 
 log = logging.getLogger(__name__)
 AGENT_PORT = 7000
@@ -459,7 +460,7 @@ def run(spec, runs_root, delay_backend="auto", show=print, say=print, on_folder=
         server = control.ControlServer(commands, folder.path).start()
         if ui:
             page = ui(commands)
-        configs = (search_run.agent_configs(spec, net, folder, AGENT_PORT, COORDINATOR_PORT)
+        configs = (search.agent_configs(spec, net, folder, AGENT_PORT, COORDINATOR_PORT)
                    if spec.search else agent_configs(spec, net, folder))
         agents = launch(net, configs, folder, launcher)
         # Dynamics times count from here: the moment the agents start.
@@ -484,7 +485,7 @@ def run(spec, runs_root, delay_backend="auto", show=print, say=print, on_folder=
                 sampler.stop()
             if net is not None:
                 net.stop()
-            end = (search_run.conclude(seen, detail, scheduler_events(spec, folder))
+            end = (search.conclude(seen, detail, scheduler_events(spec, folder))
                    if spec.search else conclude(seen, detail, spec.experiment, folder))
             folder.set_status(end.status, end.reason, stopped_by=end.stopped_by,
                               target_reached=end.target_reached)

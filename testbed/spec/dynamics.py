@@ -3,9 +3,8 @@ compute-speed changes, from topo.yaml's `dynamics:` section or the console.
 
 Parsing and generation are pure (`parse`, `square`, `step`, `random_walk`,
 `read_trace`): they turn the section into schedules of timed actions, each
-unit-tested with exact values.  `Engine` replays them in a thread through
-the one live-change function of the network (and the speed setter), so
-every change is stamped where all changes are.
+unit-tested with exact values.  The run's engine (testbed/run/dynamics.py)
+replays them.
 
     dynamics:
       - {at: 30s, link: [a, b], bw: 5mbit, delay: 80ms}        # both directions
@@ -21,18 +20,15 @@ every change is stamped where all changes are.
          high: 155mbit, every: 180s, seed: 3}
 """
 
-import logging
 import math
 import os
 import random
-import threading
-import time
 from dataclasses import dataclass
 
-from testbed.textfile import TextFileError, read_small_text
-from testbed.units import UnitError, parse_fraction, parse_rate, parse_time, shown
-
-log = logging.getLogger(__name__)
+from testbed.spec import validate as check
+from testbed.spec.textfile import TextFileError, read_small_text
+from testbed.spec.units import UnitError, parse_fraction, parse_rate, parse_time, shown
+from testbed.spec.validate import SpecError
 
 GENERATORS = ("step", "square", "random_walk", "uniform")
 # Each generator's own keys in a dynamics entry, besides `generator`, `start` and its target.
@@ -257,120 +253,97 @@ def trace_period(points):
 # ------------------------------------------------------------ parsing
 
 
-def parse(raw, spec_links, workers_by_dc, base_dir, error, check_keys, max_speed=MAX_SPEED):
+def parse(raw, spec_links, workers_by_dc, base_dir, max_speed=MAX_SPEED):
     """The dynamics section -> (Schedule, ...).  spec_links: {(a, b)} of WAN
-    links (either order); workers_by_dc: {dc: [worker names]}; error is the
-    spec's error class (error.at(path, expected) validates one entry);
-    max_speed: 1.0 when the workers train for real."""
+    links (either order); workers_by_dc: {dc: [worker names]}; max_speed:
+    1.0 when the workers train for real.  Raises SpecError."""
     schedules = []
     for i, item in enumerate(raw):
         path = f"dynamics[{i}]"
-        with error.at(path, "a mapping like {at: 30s, link: [a, b], bw: 5mbit}"):
-            schedules.append(_entry(item, path, spec_links, workers_by_dc, base_dir, error,
-                                    check_keys, max_speed))
+        with SpecError.at(path, "a mapping like {at: 30s, link: [a, b], bw: 5mbit}"):
+            schedules.append(_entry(item, path, spec_links, workers_by_dc, base_dir, max_speed))
     return tuple(schedules)
 
 
-def _entry(item, path, spec_links, workers_by_dc, base_dir, error, check_keys, max_speed):
+def _entry(item, path, spec_links, workers_by_dc, base_dir, max_speed):
     """One entry of the dynamics section -> its Schedule."""
-    all_workers = [w for ws in workers_by_dc.values() for w in ws]
-    if not isinstance(item, dict):
-        raise error(path, "must be a mapping, e.g. {at: 30s, link: [a, b], bw: 5mbit}")
+    check.mapping(item, path, "like {at: 30s, link: [a, b], bw: 5mbit}")
     if "generator" in item:
         kind = "generator"
     elif ("at" in item) == ("trace" in item):
-        raise error(path, "needs exactly one of at, trace or generator")
+        raise SpecError(path, "needs exactly one of at, trace or generator")
     else:
         kind = "at" if "at" in item else "trace"
-    target = _target(item, path, spec_links, workers_by_dc, all_workers, error)
+    target = _target(item, path, spec_links, workers_by_dc)
     p = lambda key: f"{path}.{key}"  # noqa: E731
     value_keys = set(LINK_SETTINGS) | {"up", "down"} if target[0] == "link" else {"speed"}
     target_keys = {"link", "direction"} if target[0] == "link" else {"worker", "dc"}
     if kind == "at":
-        check_keys(item, {"at"} | target_keys | value_keys, path)
-        values = _values(item, target, path, error, max_speed)
+        check.keys(item, {"at"} | target_keys | value_keys, path)
+        values = _values(item, target, path, max_speed)
         if not values:
-            raise error(path, "says when but not what: give "
-                        + ("bw, delay, jitter, loss, down or up" if target[0] == "link" else "speed"))
-        return Schedule("at", target, ((_time(item["at"], p("at"), error), values),))
+            raise SpecError(path, "says when but not what: give "
+                            + ("bw, delay, jitter, loss, down or up" if target[0] == "link" else "speed"))
+        return Schedule("at", target, ((check.duration(item["at"], p("at")), values),))
     if kind == "trace":
-        check_keys(item, {"trace", "loop", "start"} | target_keys, path)
+        check.keys(item, {"trace", "loop", "start"} | target_keys, path)
         if target[0] != "link":
-            raise error(p("trace"), "a trace drives a link: give link: [a, b]")
+            raise SpecError(p("trace"), "a trace drives a link: give link: [a, b]")
         if not isinstance(item["trace"], str) or not item["trace"]:
-            raise error(p("trace"), f"{shown(item['trace'])} is not a file name")
+            raise SpecError(p("trace"), f"{shown(item['trace'])} is not a file name")
         trace_path = os.path.join(base_dir, item["trace"])
         try:
             points = read_trace(trace_path)
         except TraceError as e:
-            raise error(p("trace"), str(e)) from None
-        start = _time(item.get("start", 0), p("start"), error)
+            raise SpecError(p("trace"), str(e)) from None
+        start = check.duration(item.get("start", 0), p("start"))
         points = tuple((t + start, v) for t, v in points)
         loop = item.get("loop", False)
         period = 0.0
         if loop is True:
             period = trace_period([(t - start, v) for t, v in points])
         elif loop not in (False, None):
-            period = _time(loop, p("loop"), error)
+            period = check.duration(loop, p("loop"))
             if period <= 0:
-                raise error(p("loop"), "must be above zero (or true: the trace's own length)")
+                raise SpecError(p("loop"), "must be above zero (or true: the trace's own length)")
         return Schedule("trace", target, points, loop=period)
-    return _generator(item, target, path, target_keys, error, check_keys, max_speed)
+    return _generator(item, target, path, target_keys, max_speed)
 
 
-def _time(value, path, error):
-    try:
-        t = parse_time(value)
-    except UnitError as e:
-        raise error(path, str(e)) from None
-    if t < 0:
-        raise error(path, "must not be negative")
-    return t
-
-
-def _target(item, path, spec_links, workers_by_dc, all_workers, error):
+def _target(item, path, spec_links, workers_by_dc):
     if "link" in item:
         link = item["link"]
         if not isinstance(link, list) or len(link) != 2 or not all(isinstance(e, str) for e in link):
-            raise error(f"{path}.link", f"{shown(link)} must name two data centers, e.g. [a, b]")
+            raise SpecError(f"{path}.link", f"{shown(link)} must name two data centers, e.g. [a, b]")
         a, b = link
         if (a, b) not in spec_links and (b, a) not in spec_links:
-            raise error(f"{path}.link", f"there is no WAN link between {a} and {b}")
-        direction = item.get("direction", "both")
-        if direction not in ("both", "forward"):
-            raise error(f"{path}.direction", f"{direction!r}: use both or forward (a -> b)")
+            raise SpecError(f"{path}.link", f"there is no WAN link between {a} and {b}")
+        direction = check.word(item.get("direction", "both"), f"{path}.direction", ("both", "forward"),
+                               "direction")
         return ("link", a, b, direction == "both")
     if "worker" in item:
-        if not isinstance(item["worker"], str) or item["worker"] not in all_workers:
-            raise error(f"{path}.worker", f"unknown worker {shown(item['worker'])} "
-                                          f"(workers: {', '.join(all_workers)})")
-        return ("speed", (item["worker"],))
+        workers = [w for ws in workers_by_dc.values() for w in ws]
+        return ("speed", (check.word(item["worker"], f"{path}.worker", workers, "worker"),))
     if "dc" in item:
-        if not isinstance(item["dc"], str) or item["dc"] not in workers_by_dc:
-            raise error(f"{path}.dc", f"unknown data center {shown(item['dc'])}")
-        return ("speed", tuple(workers_by_dc[item["dc"]]))
-    raise error(path, "says what changes nowhere: give link: [a, b], worker: NAME or dc: NAME")
+        dc = check.word(item["dc"], f"{path}.dc", list(workers_by_dc), "data center")
+        return ("speed", tuple(workers_by_dc[dc]))
+    raise SpecError(path, "says what changes nowhere: give link: [a, b], worker: NAME or dc: NAME")
 
 
-def _values(item, target, path, error, max_speed):
+def _values(item, target, path, max_speed):
     p = lambda key: f"{path}.{key}"  # noqa: E731
     values = {}
     if target[0] == "speed":
         if "speed" in item:
-            values["speed"] = _speed(item["speed"], p("speed"), error, max_speed)
+            values["speed"] = speed(item["speed"], p("speed"), max_speed)
         return values
-    parsers = {"bw": ("rate", parse_rate), "delay": ("delay", parse_time),
-               "jitter": ("jitter", parse_time), "loss": ("loss", parse_fraction)}
-    for key, (name, parse_one) in parsers.items():
+    if "bw" in item:
+        values["rate"] = check.rate(item["bw"], p("bw"))
+    for key in ("delay", "jitter"):
         if key in item:
-            try:
-                values[name] = parse_one(item[key])
-            except UnitError as e:
-                raise error(p(key), str(e)) from None
-    if values.get("rate", 1) <= 0:
-        raise error(p("bw"), "must be above zero")
-    if not 0 <= values.get("loss", 0) < 1:
-        raise error(p("loss"), "must be at least 0% and below 100%")
+            values[key] = check.duration(item[key], p(key))
+    if "loss" in item:
+        values["loss"] = check.loss(item["loss"], p("loss"))
     if item.get("down") is True:
         values["up"] = False
     if item.get("up") is True:
@@ -378,121 +351,47 @@ def _values(item, target, path, error, max_speed):
     return values
 
 
-def _speed(value, path, error, max_speed=MAX_SPEED):
+def speed(value, path, max_speed=MAX_SPEED):
+    """A worker's relative compute speed (1.0 = reference); above 1 only
+    where the workload can emulate it (`max_speed`)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MAX_SPEED:
-        raise error(path, f"{shown(value)} is not a relative speed (a number above 0 and at most "
-                          f"{MAX_SPEED:g}, 1.0 = reference)")
+        raise SpecError(path, f"{shown(value)} is not a relative speed (a number above 0 and at most "
+                              f"{MAX_SPEED:g}, 1.0 = reference)")
     if value > max_speed:
-        raise error(path, f"{value:g}: {TRAIN_SPEED_LIMIT}")
+        raise SpecError(path, f"{value:g}: {TRAIN_SPEED_LIMIT}")
     return float(value)
 
 
-def _generator(item, target, path, target_keys, error, check_keys, max_speed):
+def _generator(item, target, path, target_keys, max_speed):
     p = lambda key: f"{path}.{key}"  # noqa: E731
-    name = item["generator"]
-    if name not in GENERATORS:
-        raise error(p("generator"), f"unknown generator {name!r}; available: {', '.join(GENERATORS)}")
+    name = check.word(item["generator"], p("generator"), GENERATORS, "generator")
     extra = GENERATOR_KEYS[name]
-    check_keys(item, {"generator", "start"} | extra | target_keys, path)
+    check.keys(item, {"generator", "start"} | extra | target_keys, path)
     key = "rate" if target[0] == "link" else "speed"
 
     def value(k):
         if k not in item:
             needed = ", ".join(sorted(extra - {"seed", "initial"}))
-            raise error(p(k), f"missing: the {name} generator needs {needed}")
-        if key == "rate":
-            try:
-                v = parse_rate(item[k])
-            except UnitError as e:
-                raise error(p(k), str(e)) from None
-            if v <= 0:
-                raise error(p(k), "must be above zero")
-            return v
-        return _speed(item[k], p(k), error, max_speed)
+            raise SpecError(p(k), f"missing: the {name} generator needs {needed}")
+        return check.rate(item[k], p(k)) if key == "rate" else speed(item[k], p(k), max_speed)
 
-    start = _time(item.get("start", 0), p("start"), error)
+    start = check.duration(item.get("start", 0), p("start"))
     if name == "step":
-        params = {"start": start, "at": _time(item.get("at", 0), p("at"), error),
+        params = {"start": start, "at": check.duration(item.get("at", 0), p("at")),
                   "before": value("from"), "after": value("to"), "key": key}
     elif name == "square":
         low, high = value("low"), value("high")
-        period = _time(item.get("period", 0), p("period"), error)
-        if period <= 0:
-            raise error(p("period"), "must be above zero")
+        period = check.duration(item.get("period", 0), p("period"), positive=True)
         params = {"low": low, "high": high, "period": period, "start": start, "key": key}
     else:
         low, high = value("low"), value("high")
         if low >= high:
-            raise error(p("high"), "must be above low")
-        every = _time(item.get("every", 0), p("every"), error)
-        if every <= 0:
-            raise error(p("every"), "must be above zero")
-        seed = item.get("seed", 0)
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise error(p("seed"), f"{seed!r} must be a whole number")
+            raise SpecError(p("high"), "must be above low")
+        every = check.duration(item.get("every", 0), p("every"), positive=True)
+        seed = check.whole(item.get("seed", 0), p("seed"))
         params = {"low": low, "high": high, "every": every, "seed": seed, "start": start,
                   "key": key}
         if name == "random_walk":
             params.update(step_size=value("step"),
                           initial=value("initial") if "initial" in item else None)
     return Schedule("generator", target, generator=(name, params))
-
-
-# ------------------------------------------------------------ runtime
-
-
-class Engine:
-    """Fires actions at their times (seconds from `start`, monotonic) on a
-    thread.  link(action) and speed(action) apply them; failures are
-    reported through `report` and do not stop the engine."""
-
-    def __init__(self, link, speed, report=lambda text: None):
-        self.apply_link = link
-        self.apply_speed = speed
-        self.report = report
-        self.start = None
-        self._pending = []
-        self._cond = threading.Condition()
-        self._stop = False
-        self._thread = threading.Thread(target=self._loop, daemon=True, name="dynamics")
-
-    def run(self, schedules, horizon):
-        self.start = time.monotonic()
-        for s in schedules:
-            self.add(s.actions(horizon))
-        self._thread.start()
-        return self
-
-    def add(self, actions, offset=0.0):
-        with self._cond:
-            for a in actions:
-                self._pending.append((a.t + offset, a))
-            self._pending.sort(key=lambda x: x[0])
-            self._cond.notify()
-
-    def now(self):
-        return time.monotonic() - self.start
-
-    def _loop(self):
-        while True:
-            with self._cond:
-                while not self._stop and (not self._pending or self._pending[0][0] > self.now()):
-                    wait = self._pending[0][0] - self.now() if self._pending else None
-                    self._cond.wait(timeout=wait)
-                if self._stop:
-                    return
-                _, action = self._pending.pop(0)
-            try:
-                if isinstance(action, LinkAction):
-                    self.apply_link(action)
-                else:
-                    self.apply_speed(action)
-            except Exception as e:  # noqa: BLE001 - a failed change is reported, the run goes on
-                self.report(f"dynamics: {action} failed: {e}")
-
-    def stop(self):
-        with self._cond:
-            self._stop = True
-            self._cond.notify()
-        if self._thread.is_alive():
-            self._thread.join(timeout=5)

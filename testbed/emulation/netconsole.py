@@ -1,13 +1,13 @@
 """The console of `testbed net`: poke a running emulated WAN by hand.
 
 Link changes use the same grammar as a running experiment's console
-(testbed.control), parsed whole before anything changes.
+(testbed/emulation/commands.py), parsed whole before anything changes.
 """
 
 import cmd
 
-from testbed.control import CommandError, failure_line, links_text, parse_link_change, split_words
 from testbed.emulation import measure
+from testbed.emulation.commands import CommandError, failure_line, links_text, parse_link_change, split_words
 from testbed.emulation.network import NetworkError, run_in
 
 # iperf3 leaves out its first second as warm-up; the console waits for the whole run.

@@ -3,9 +3,11 @@ of the cluster DC, the scheduler on the cluster's router) and how it
 ended.  The network, the launch, the watch and the teardown are the
 runner's, as for an experiment."""
 
+import dataclasses
+
 from agents.config import AgentConfig, Peer, SearchSection, Transport
-from testbed import runend
 from agents.planning.wan import GOODPUT_SHARE
+from testbed.run import runend
 
 # What ends a search: its scheduler ran every stage and told the machines.
 FINISHED = "search-finished"
@@ -22,8 +24,8 @@ def agent_configs(spec, net, folder, agent_port, scheduler_port):
                            events=folder.agent_file(p.name, "jsonl"), workers=machines,
                            coordinator=scheduler, transport=transport)
                for p in machines]
-    params = search.params()
-    params["scale"] = search.scale * 1e6          # model sizes in bytes
+    params = dataclasses.asdict(search.params)
+    params["scale"] = search.params.scale * 1e6          # model sizes in bytes
     configs.append(AgentConfig(
         name=scheduler.name, role="scheduler", dc=scheduler.dc, host=scheduler.host,
         port=scheduler.port, events=folder.agent_file(scheduler.name, "jsonl"), workers=machines,

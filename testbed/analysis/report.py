@@ -7,10 +7,12 @@ import os
 import statistics
 
 from agents.events import read_events
-from testbed import bounds, cpu, overlay_plot, search_report
-from testbed.bound import sync_lower_bound
+from testbed import bounds
+from testbed.analysis import overlay_plot, search_report
+from testbed.bounds.cut import sync_lower_bound
 from testbed.bounds.timeline import bounds_per_iteration, spent
-from testbed.runfolder import RunFolder
+from testbed.records import cpu
+from testbed.records.runfolder import RunFolder
 
 
 def load(folder):

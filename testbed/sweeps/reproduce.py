@@ -11,11 +11,13 @@ its own folder, so the checked-in figure stays the full one.
 import importlib.util
 import os
 
-from testbed import report
-from testbed.runfolder import RunFolder
-from testbed.sweep import RecipeError, load_recipe, run_locally, run_sweep
+from testbed.analysis import report
+from testbed.records.runfolder import RunFolder
+from testbed.sweeps.sweep import RecipeError, load_recipe, run_locally, run_sweep
 
-RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
+# The repository: this file is testbed/sweeps/reproduce.py.
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+RESULTS = os.path.join(ROOT, "results")
 ROW_METRICS = ("status", "iterations", "wall_time", "iteration_time", "sync_time", "sync_bound",
                "sync_over_bound", "sync_t_lb", "sync_t_opt", "sync_over_t_lb", "sync_from_last_start",
                "sync_from_last_start_over_t_lb", "sync_t_lb_as_run", "sync_over_t_lb_as_run",

@@ -2,28 +2,24 @@
 
 Units are resolved here, once: the rest of the testbed sees bit/s, seconds,
 bytes and fractions.  Every mistake a user can make is a SpecError whose
-text names the YAML path (``wan[2].bw: '50 mbps' is not a rate like 50mbit``);
-nothing outside this module is touched before the Spec is whole.
+text names the YAML path (``wan[2].bw: '50 mbps' is not a rate like 50mbit``,
+checked with validate.py); nothing outside is touched before the Spec is whole.
 """
 
-import contextlib
-import difflib
-import logging
-import math
 import os
 import re
 from dataclasses import dataclass, replace
 
 import yaml
 
-from testbed import dynamics as dynamics_section
-from testbed import experiment as experiment_section
-from testbed import presets
-from testbed import search_spec as search_section
-from testbed.textfile import TextFileError, read_small_text
-from testbed.units import UnitError, parse_fraction, parse_rate, parse_size, parse_time, shown
-
-log = logging.getLogger(__name__)
+from testbed.spec import dynamics as dynamics_section
+from testbed.spec import experiment as experiment_section
+from testbed.spec import presets
+from testbed.spec import search as search_section
+from testbed.spec import validate as check
+from testbed.spec.textfile import TextFileError, read_small_text
+from testbed.spec.units import UnitError, parse_size, shown
+from testbed.spec.validate import SpecError, path_of
 
 NAME_RE = re.compile(r"[a-z][a-z0-9-]{0,14}")
 MAX_FILE_BYTES = 1 << 20
@@ -31,41 +27,13 @@ MAX_FILE_BYTES = 1 << 20
 # many times over, so it blows past this long before memory does.
 MAX_NODES = 100_000
 MAX_DCS = 32
-MAX_SPEED = dynamics_section.MAX_SPEED
-TRAIN_SPEED_LIMIT = dynamics_section.TRAIN_SPEED_LIMIT
 MAX_HOSTS_PER_DC = 32
 DEFAULT_PRESET_BW_SCALE = 0.05
 FRAME_BYTES = 1514
 MIN_QUEUE_PACKETS = 32
 MAX_QUEUE_BYTES = 1 << 30
-# Spellings people reach for, mapped to the key this file uses.
-SYNONYMS = {"rate": "bw", "bandwidth": "bw", "latency": "delay", "links": "wan",
-            "dcs": "datacenters", "nodes": "datacenters", "hosts": "workers",
-            "drop": "loss", "buffer": "queue"}
-
-
-class SpecError(ValueError):
-    """A problem in topo.yaml, located by its YAML path."""
-
-    def __init__(self, path, message):
-        self.path = path
-        self.message = message
-        super().__init__(f"{path}: {message}" if path else message)
-
-    @classmethod
-    @contextlib.contextmanager
-    def at(cls, path, expected):
-        """Validate one YAML subtree: whatever a check did not foresee (a list
-        where a name belongs, a mapping where a number belongs) surfaces as a
-        TypeError or the like; it becomes one error naming this path, so no
-        wrong type anywhere in the file ends in a traceback."""
-        try:
-            yield
-        except SpecError:
-            raise
-        except (TypeError, AttributeError, KeyError, IndexError, ValueError, ArithmeticError) as e:
-            log.debug("unforeseen value at %s", path or "the top level", exc_info=e)
-            raise cls(path, f"a value of the wrong type: expected {expected}") from None
+# A one-way delay or jitter of a WAN link, seconds (a LAN's: one).
+MAX_DELAY = 60.0
 
 
 @dataclass(frozen=True)
@@ -155,9 +123,9 @@ class Spec:
     wan: tuple
     lan: Lan = Lan()
     tcp: Tcp = Tcp()
-    experiment: object = None    # testbed.experiment.Experiment, when the file has one
-    search: object = None        # testbed.search_spec.SearchSpec, when the file has one instead
-    dynamics: tuple = ()         # testbed.dynamics.Schedule
+    experiment: object = None    # testbed.spec.experiment.Experiment, when the file has one
+    search: object = None        # testbed.spec.search.SearchSpec, when the file has one instead
+    dynamics: tuple = ()         # testbed.spec.dynamics.Schedule
     source: str = ""
 
     def dc(self, name):
@@ -171,11 +139,6 @@ class Spec:
             if {link.a, link.b} == {a, b}:
                 return link
         raise KeyError(f"no WAN link between {a} and {b}")
-
-    @property
-    def needs_delay(self):
-        return any(d.delay > 0 or d.jitter > 0 or d.loss > 0
-                   for link in self.wan for d in (link.ab, link.ba))
 
 
 # ---------------------------------------------------------------- reading
@@ -245,38 +208,6 @@ def _check_size(doc):
             stack.extend(node)
 
 
-def _path(parent, key):
-    if isinstance(key, int):
-        return f"{parent}[{key}]"
-    return f"{parent}.{key}" if parent else str(key)
-
-
-def _check_keys(mapping, allowed, path):
-    for key in mapping:
-        if not isinstance(key, str):
-            raise SpecError(path, f"key {key!r} is not a string")
-        if key not in allowed:
-            hint = SYNONYMS.get(key) if SYNONYMS.get(key) in allowed else None
-            if hint is None:
-                close = difflib.get_close_matches(key, sorted(allowed), n=1)
-                hint = close[0] if close else None
-            suggestion = f"; did you mean '{hint}'?" if hint else \
-                f"; known keys: {', '.join(sorted(allowed))}"
-            raise SpecError(_path(path, key), f"unknown key{suggestion}")
-
-
-def _mapping(value, path, what):
-    if not isinstance(value, dict):
-        raise SpecError(path, f"must be a mapping ({what}), not {type(value).__name__}")
-    return value
-
-
-def _list(value, path, what):
-    if not isinstance(value, list):
-        raise SpecError(path, f"must be a list ({what}), not {type(value).__name__}")
-    return value
-
-
 def _name(value, path):
     if not isinstance(value, str) or not NAME_RE.fullmatch(value):
         raise SpecError(path, f"{shown(value)} is not a valid name: use 1-15 characters "
@@ -284,44 +215,8 @@ def _name(value, path):
     return value
 
 
-def _unit(parse, value, path):
-    try:
-        return parse(value)
-    except UnitError as e:
-        raise SpecError(path, str(e)) from None
-
-
-def _positive_rate(value, path):
-    rate = _unit(parse_rate, value, path)
-    if not rate > 0 or math.isinf(rate):
-        raise SpecError(path, f"{value!r}: a rate must be above zero")
-    return rate
-
-
-def _time(value, path, upper=60.0):
-    t = _unit(parse_time, value, path)
-    if t < 0 or t > upper:
-        raise SpecError(path, f"{value!r}: must be between 0 and {upper:g}s")
-    return t
-
-
-def _loss(value, path):
-    loss = _unit(parse_fraction, value, path)
-    if not 0 <= loss < 1:
-        raise SpecError(path, f"{value!r}: loss must be at least 0% and below 100%")
-    return loss
-
-
-def _int(value, path, low, high):
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise SpecError(path, f"{value!r} is not a whole number")
-    if not low <= value <= high:
-        raise SpecError(path, f"{value} is out of range {low}..{high}")
-    return value
-
-
 def _build(doc, source, default_name):
-    _check_keys(doc, TOP_KEYS, "")
+    check.keys(doc, TOP_KEYS, "")
     name = doc.get("name", default_name if NAME_RE.fullmatch(default_name or "") else "topo")
     name = _name(name, "name")
     if "datacenters" not in doc:
@@ -333,40 +228,38 @@ def _build(doc, source, default_name):
         lan = _lan(doc.get("lan", {}))
     with SpecError.at("tcp", "a mapping of slow_start_after_idle"):
         tcp = _tcp(doc.get("tcp", {}))
-    scale = doc.get("preset_bw_scale", DEFAULT_PRESET_BW_SCALE)
-    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale <= 1:
-        raise SpecError("preset_bw_scale", f"{scale!r} must be a number in (0, 1]")
+    scale = check.number(doc.get("preset_bw_scale", DEFAULT_PRESET_BW_SCALE), "preset_bw_scale", 0, 1,
+                         above=True)
     wan = _wan(doc["wan"], {d.name for d in dcs}, scale)
     _check_connected(dcs, wan)
     experiment = None
     if "experiment" in doc:
         with SpecError.at("experiment", "a mapping of sync, overlay, workload, stop, ..."):
-            _mapping(doc["experiment"], "experiment", "sync, overlay, workload, stop, ...")
-            experiment = experiment_section.parse(doc["experiment"], dcs, SpecError, _check_keys,
+            check.mapping(doc["experiment"], "experiment", "sync, overlay, workload, stop, ...")
+            experiment = experiment_section.parse(doc["experiment"], dcs,
                                                   base_dir=os.path.dirname(source) if source else None)
     search = None
     if "search" in doc:
         if experiment is not None:
             raise SpecError("search", "a file runs one experiment or one search, not both")
         with SpecError.at("search", "a mapping of policy, tasks, configs, ..."):
-            _mapping(doc["search"], "search", "policy, tasks, configs, ...")
-            search = search_section.parse(doc["search"], dcs, SpecError, _check_keys)
-    max_speed = MAX_SPEED
+            check.mapping(doc["search"], "search", "policy, tasks, configs, ...")
+            search = search_section.parse(doc["search"], dcs)
+    max_speed = dynamics_section.MAX_SPEED
     if experiment is not None and experiment.workload == "train":
         max_speed = 1.0
         _check_train_speeds(doc["datacenters"], dcs)
     with SpecError.at("dynamics", "a list of timed changes"):
-        dynamics = _list(doc.get("dynamics", []), "dynamics", "timed link and speed changes")
+        dynamics = check.sequence(doc.get("dynamics", []), "dynamics", "timed link and speed changes")
         dynamics = dynamics_section.parse(
             dynamics, {(link.a, link.b) for link in wan},
             {d.name: [h for h in d.hosts if h.rsplit("-", 1)[1].startswith("w")] for d in dcs},
-            os.path.dirname(source) if source else os.getcwd(), SpecError, _check_keys,
-            max_speed=max_speed)
+            os.path.dirname(source) if source else os.getcwd(), max_speed=max_speed)
     if experiment is not None:
         for i, schedule in enumerate(dynamics):
             n = schedule.count(experiment.max_time)
             if n > dynamics_section.MAX_ACTIONS:
-                raise SpecError(_path("dynamics", i), f"makes {n} changes in the run's "
+                raise SpecError(path_of("dynamics", i), f"makes {n} changes in the run's "
                                 f"{experiment.max_time:g}s; at most {dynamics_section.MAX_ACTIONS}: "
                                 "space them further apart")
     return Spec(name=name, datacenters=tuple(dcs), wan=tuple(wan), lan=lan, tcp=tcp,
@@ -375,14 +268,14 @@ def _build(doc, source, default_name):
 
 
 def _datacenters(value):
-    items = _list(value, "datacenters", "one entry per data center")
+    items = check.sequence(value, "datacenters", "one entry per data center")
     if not items:
         raise SpecError("datacenters", "is empty: a WAN needs at least two data centers")
     if len(items) > MAX_DCS:
         raise SpecError("datacenters", f"{len(items)} data centers; at most {MAX_DCS}")
     dcs, seen = [], {}
     for i, item in enumerate(items):
-        path = _path("datacenters", i)
+        path = path_of("datacenters", i)
         with SpecError.at(path, "a mapping of name, workers, servers, compute"):
             dcs.append(_datacenter(item, path, i, seen))
     if len(dcs) < 2:
@@ -392,32 +285,29 @@ def _datacenters(value):
 
 def _datacenter(item, path, i, seen):
     """One entry of datacenters; `seen` maps names to their index so far."""
-    _mapping(item, path, "name, workers, servers, compute")
-    _check_keys(item, {"name", "workers", "servers", "compute"}, path)
+    check.mapping(item, path, "name, workers, servers, compute")
+    check.keys(item, {"name", "workers", "servers", "compute"}, path)
     if "name" not in item:
-        raise SpecError(_path(path, "name"), "missing")
-    name = _name(item["name"], _path(path, "name"))
+        raise SpecError(path_of(path, "name"), "missing")
+    name = _name(item["name"], path_of(path, "name"))
     if name in seen:
-        raise SpecError(_path(path, "name"), f"'{name}' is already datacenters[{seen[name]}]")
+        raise SpecError(path_of(path, "name"), f"'{name}' is already datacenters[{seen[name]}]")
     seen[name] = i
-    workers = _int(item.get("workers", 0), _path(path, "workers"), 0, MAX_HOSTS_PER_DC)
-    servers = _int(item.get("servers", 0), _path(path, "servers"), 0, MAX_HOSTS_PER_DC)
+    workers = check.whole(item.get("workers", 0), path_of(path, "workers"), 0, MAX_HOSTS_PER_DC)
+    servers = check.whole(item.get("servers", 0), path_of(path, "servers"), 0, MAX_HOSTS_PER_DC)
     if workers + servers > MAX_HOSTS_PER_DC:
         raise SpecError(path, f"{workers + servers} hosts; at most {MAX_HOSTS_PER_DC} per data center")
-    compute = _compute(item.get("compute", 1.0), _path(path, "compute"), workers)
+    compute = _compute(item.get("compute", 1.0), path_of(path, "compute"), workers)
     return DataCenter(name=name, workers=workers, servers=servers, compute=compute)
 
 
 def _compute(value, path, workers):
-    values = value if isinstance(value, list) else [value] * workers
-    if isinstance(value, list) and len(value) != workers:
+    """One relative speed per worker: a list of them, or one for all."""
+    if not isinstance(value, list):
+        return tuple(dynamics_section.speed(value, path) for _ in range(workers))
+    if len(value) != workers:
         raise SpecError(path, f"has {len(value)} speeds for {workers} workers")
-    for i, v in enumerate(values):
-        p = _path(path, i) if isinstance(value, list) else path
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= MAX_SPEED:
-            raise SpecError(p, f"{v!r} is not a relative speed (a number above 0 and at most "
-                               f"{MAX_SPEED:g}, 1.0 = reference)")
-    return tuple(float(v) for v in values)
+    return tuple(dynamics_section.speed(v, path_of(path, i)) for i, v in enumerate(value))
 
 
 def _check_train_speeds(raw, dcs):
@@ -426,23 +316,23 @@ def _check_train_speeds(raw, dcs):
     for i, (item, dc) in enumerate(zip(raw, dcs)):
         for j, speed in enumerate(dc.compute):
             if speed > 1.0:
-                where = _path(_path("datacenters", i), "compute")
+                where = path_of(path_of("datacenters", i), "compute")
                 if isinstance(item.get("compute"), list):
-                    where = _path(where, j)
-                raise SpecError(where, f"{speed:g}: {TRAIN_SPEED_LIMIT}")
+                    where = path_of(where, j)
+                raise SpecError(where, f"{speed:g}: {dynamics_section.TRAIN_SPEED_LIMIT}")
 
 
 def _lan(value):
-    _mapping(value, "lan", "bw, delay")
-    _check_keys(value, {"bw", "delay"}, "lan")
-    rate = _positive_rate(value.get("bw", "1gbit"), "lan.bw")
-    delay = _time(value.get("delay", 0), "lan.delay", upper=1.0)
+    check.mapping(value, "lan", "bw, delay")
+    check.keys(value, {"bw", "delay"}, "lan")
+    rate = check.rate(value.get("bw", "1gbit"), "lan.bw")
+    delay = check.duration(value.get("delay", 0), "lan.delay", upper=1.0)
     return Lan(rate=rate, delay=delay)
 
 
 def _tcp(value):
-    _mapping(value, "tcp", "slow_start_after_idle")
-    _check_keys(value, {"slow_start_after_idle"}, "tcp")
+    check.mapping(value, "tcp", "slow_start_after_idle")
+    check.keys(value, {"slow_start_after_idle"}, "tcp")
     restart = value.get("slow_start_after_idle")
     if restart is not None and not isinstance(restart, bool):
         raise SpecError("tcp.slow_start_after_idle", f"{restart!r} is not true or false")
@@ -453,10 +343,10 @@ LINK_KEYS = {"bw", "delay", "jitter", "loss", "queue"}
 
 
 def _wan(value, dc_names, scale):
-    items = _list(value, "wan", "one entry per link")
+    items = check.sequence(value, "wan", "one entry per link")
     links, seen = [], {}
     for i, item in enumerate(items):
-        path = _path("wan", i)
+        path = path_of("wan", i)
         with SpecError.at(path, "a mapping of between, bw, delay, ..."):
             links.append(_link(item, path, i, seen, dc_names, scale))
     if not links:
@@ -466,31 +356,31 @@ def _wan(value, dc_names, scale):
 
 def _link(item, path, i, seen, dc_names, scale):
     """One entry of wan; `seen` maps the pairs joined so far to their index."""
-    _mapping(item, path, "between, bw, delay, ...")
-    _check_keys(item, LINK_KEYS | {"between", "preset", "forward", "reverse"}, path)
+    check.mapping(item, path, "between, bw, delay, ...")
+    check.keys(item, LINK_KEYS | {"between", "preset", "forward", "reverse"}, path)
     base = {}
     preset_name = ""
     if "preset" in item:
         preset_name = item["preset"]
         if not isinstance(preset_name, str):
-            raise SpecError(_path(path, "preset"), f"{preset_name!r} is not a preset like "
-                                                   "aws/Virginia-Frankfurt")
+            raise SpecError(path_of(path, "preset"), f"{preset_name!r} is not a preset like "
+                                                     "aws/Virginia-Frankfurt")
         try:
             ra, rb, rtt, rate = presets.lookup(str(preset_name))
         except presets.PresetError as e:
-            raise SpecError(_path(path, "preset"), str(e)) from None
+            raise SpecError(path_of(path, "preset"), str(e)) from None
         base = {"between": [ra.lower(), rb.lower()], "delay": rtt / 2, "bw": rate * scale}
-    a, b = _between(item.get("between", base.get("between")), _path(path, "between"), dc_names)
+    a, b = _between(item.get("between", base.get("between")), path_of(path, "between"), dc_names)
     key = frozenset((a, b))
     if key in seen:
-        raise SpecError(_path(path, "between"), f"{a} and {b} are already joined by wan[{seen[key]}]")
+        raise SpecError(path_of(path, "between"), f"{a} and {b} are already joined by wan[{seen[key]}]")
     seen[key] = i
     common = {k: item[k] for k in LINK_KEYS if k in item}
     for direction in ("forward", "reverse"):
         if direction in item:
-            dpath = _path(path, direction)
-            _mapping(item[direction], dpath, "bw, delay, jitter, loss, queue")
-            _check_keys(item[direction], LINK_KEYS, dpath)
+            dpath = path_of(path, direction)
+            check.mapping(item[direction], dpath, "bw, delay, jitter, loss, queue")
+            check.keys(item[direction], LINK_KEYS, dpath)
     ab = _direction(base, common, item.get("forward", {}), path, "forward")
     ba = _direction(base, common, item.get("reverse", {}), path, "reverse")
     return WanLink(a=a, b=b, ab=ab, ba=ba, preset=preset_name)
@@ -502,11 +392,7 @@ def _between(value, path, dc_names):
     if not isinstance(value, list) or len(value) != 2:
         raise SpecError(path, f"{value!r} must name exactly two data centers, e.g. [a, b]")
     for j, end in enumerate(value):
-        if not isinstance(end, str) or end not in dc_names:
-            close = difflib.get_close_matches(str(end), sorted(dc_names), n=1)
-            hint = f"; did you mean '{close[0]}'?" if close else \
-                f" (data centers: {', '.join(sorted(dc_names))})"
-            raise SpecError(_path(path, j), f"unknown data center {end!r}{hint}")
+        check.word(end, path_of(path, j), sorted(dc_names), "data center")
     if value[0] == value[1]:
         raise SpecError(path, f"a link must join two different data centers, not {value[0]} to itself")
     return value[0], value[1]
@@ -516,26 +402,26 @@ def _direction(base, common, override, path, which):
     """Resolve one direction: override > link-wide value > preset value."""
     def pick(key):
         if key in override:
-            return override[key], _path(_path(path, which), key)
+            return override[key], path_of(path_of(path, which), key)
         if key in common:
-            return common[key], _path(path, key)
+            return common[key], path_of(path, key)
         return None, None
 
     raw, p = pick("bw")
     if raw is not None:
-        rate = _positive_rate(raw, p)
+        rate = check.rate(raw, p)
     elif "bw" in base:
         rate = base["bw"]
     else:
-        raise SpecError(_path(path, "bw"), "missing: give the link's rate, e.g. bw: 50mbit")
+        raise SpecError(path_of(path, "bw"), "missing: give the link's rate, e.g. bw: 50mbit")
     raw, p = pick("delay")
-    delay = _time(raw, p) if raw is not None else base.get("delay", 0.0)
+    delay = check.duration(raw, p, upper=MAX_DELAY) if raw is not None else base.get("delay", 0.0)
     raw, p = pick("jitter")
-    jitter = _time(raw, p) if raw is not None else 0.0
+    jitter = check.duration(raw, p, upper=MAX_DELAY) if raw is not None else 0.0
     if jitter > delay:
         raise SpecError(p, f"jitter {jitter * 1e3:g}ms is larger than the delay {delay * 1e3:g}ms")
     raw, p = pick("loss")
-    loss = _loss(raw, p) if raw is not None else 0.0
+    loss = check.loss(raw, p) if raw is not None else 0.0
     raw, p = pick("queue")
     bdps, fixed = _queue(raw, p) if raw is not None else (1.0, 0)
     queue = queue_bytes(rate, delay, bdps) if bdps else fixed

@@ -27,7 +27,7 @@ import tarfile
 import tempfile
 import threading
 
-from testbed import sweep
+from testbed.sweeps import sweep
 
 RESOURCE = "testbed"
 MAX_RETRIES = 2             # attempts after the first, when a worker process dies

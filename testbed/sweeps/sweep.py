@@ -45,10 +45,12 @@ from dataclasses import dataclass
 import yaml
 
 from testbed import spec as specmod
-from testbed.dynamics import SEEDED_GENERATORS
-from testbed.experiment import UNKEYED_AT_DEFAULT
-from testbed.runfolder import RunFolder, is_run_folder
-from testbed.units import format_rate, parse_rate
+from testbed.records.runfolder import RunFolder, is_run_folder
+from testbed.spec import validate as check
+from testbed.spec.dynamics import SEEDED_GENERATORS
+from testbed.spec.experiment import UNKEYED_AT_DEFAULT
+from testbed.spec.units import format_rate, parse_rate
+from testbed.spec.validate import SpecError
 
 log = logging.getLogger(__name__)
 RECIPE_KEYS = {"id", "title", "base", "axes", "set", "quick", "description"}
@@ -116,59 +118,66 @@ def load_recipe(path, quick=False):
         raise RecipeError(f"{path}: {e.strerror}") from None
     except yaml.YAMLError as e:
         raise RecipeError(f"{path}: not valid YAML: {str(e).splitlines()[0]}") from None
+    try:
+        with SpecError.at("", "the layout of a recipe in results/"):
+            return _recipe(raw, path, quick)
+    except SpecError as e:
+        raise RecipeError(f"{path}: {e}") from None
+
+
+def _recipe(raw, path, quick):
+    """The Recipe of a recipe file's document; raises SpecError."""
     if not isinstance(raw, dict):
-        raise RecipeError(f"{path}: a recipe is a mapping with id, base and axes")
-    unknown = set(raw) - RECIPE_KEYS
-    if unknown:
-        raise RecipeError(f"{path}: unknown keys {', '.join(sorted(unknown))}; "
-                          f"known: {', '.join(sorted(RECIPE_KEYS))}")
+        raise SpecError("", "a recipe is a mapping with id, base and axes")
+    check.keys(raw, RECIPE_KEYS, "")
     for key in ("id", "base", "axes"):
         if key not in raw:
-            raise RecipeError(f"{path}: {key}: missing")
+            raise SpecError(key, "missing")
     folder = os.path.dirname(os.path.abspath(path))
-    axes = dict(raw["axes"] or {})
-    fixed = dict(raw.get("set") or {})
+    axes = dict(check.mapping(raw["axes"] or {}, "axes", "each axis with its values"))
+    fixed = dict(check.mapping(raw.get("set") or {}, "set", "dotted paths with their values"))
     if quick:
-        q = raw.get("quick") or {}
+        q = check.mapping(raw.get("quick") or {}, "quick", "axes, set")
         if not q:
-            raise RecipeError(f"{path}: has no quick: section")
-        axes.update(q.get("axes") or {})
-        fixed.update(q.get("set") or {})
+            raise SpecError("", "has no quick: section")
+        check.keys(q, {"axes", "set"}, "quick")
+        axes.update(check.mapping(q.get("axes") or {}, "quick.axes", "each axis with its values"))
+        fixed.update(check.mapping(q.get("set") or {}, "quick.set", "dotted paths with their values"))
     for axis, values in axes.items():
         if not isinstance(values, list) or not values:
-            raise RecipeError(f"{path}: axes.{axis}: give a non-empty list of values")
-        _check_axis(path, axis)
+            raise SpecError(f"axes.{axis}", "give a non-empty list of values")
+        _check_axis(axis)
         if axis == "variant":
-            _check_variants(path, values)
+            _check_variants(values)
     for key in fixed:
-        _check_axis(path, key)
+        _check_axis(key)
     base = os.path.join(folder, raw["base"])
     if not os.path.isfile(base):
-        raise RecipeError(f"{path}: base: {raw['base']} not found next to the recipe")
+        raise SpecError("base", f"{raw['base']} not found next to the recipe")
     return Recipe(id=str(raw["id"]), title=str(raw.get("title", "")), folder=folder, base=base,
                   axes=tuple(axes.items()), set=fixed)
 
 
-def _check_variants(path, values):
+def _check_variants(values):
     names = set()
     for i, v in enumerate(values):
         if not isinstance(v, dict) or not isinstance(v.get("name"), str) or not v["name"]:
-            raise RecipeError(f"{path}: axes.variant[{i}]: give a mapping with a name and "
-                              f"dotted paths, like {{name: star, experiment.overlay: ps}}")
+            raise SpecError(f"axes.variant[{i}]", "give a mapping with a name and dotted paths, "
+                                                  "like {name: star, experiment.overlay: ps}")
         if v["name"] in names:
-            raise RecipeError(f"{path}: axes.variant[{i}]: the name {v['name']!r} is taken")
+            raise SpecError(f"axes.variant[{i}]", f"the name {v['name']!r} is taken")
         names.add(v["name"])
         for key in v:
             if key != "name":
-                _check_axis(path, key)
+                _check_axis(key)
 
 
-def _check_axis(path, axis):
+def _check_axis(axis):
     if axis in TRANSFORMS:
         return
-    if axis.split(".", 1)[0] not in TOP_KEYS:
-        raise RecipeError(f"{path}: {axis!r} is neither a dotted path into topo.yaml "
-                          f"({', '.join(sorted(TOP_KEYS))}) nor one of {', '.join(TRANSFORMS)}")
+    if not isinstance(axis, str) or axis.split(".", 1)[0] not in TOP_KEYS:
+        raise SpecError("", f"{axis!r} is neither a dotted path into topo.yaml "
+                            f"({', '.join(sorted(TOP_KEYS))}) nor one of {', '.join(TRANSFORMS)}")
 
 
 # ------------------------------------------------------------ applying
@@ -376,7 +385,7 @@ def run_locally(planned, delay_backend, say=lambda line: None):
     """One setting's run on this machine: what a sweep does for each setting,
     here or as a task on a machine of a cluster.  Returns the run folder;
     say() hears why a setting failed."""
-    from testbed import runend, runner
+    from testbed.run import runend, runner
     outcome = runner.run(planned.spec, planned.folder, delay_backend, show=lambda line: None,
                          say=lambda line: None)
     if outcome.stopped_by == runend.INTERRUPTED:

@@ -12,9 +12,9 @@ process serving a share of the links (the others idle meanwhile).
 import time
 from dataclasses import dataclass
 
+from agents.planning.wan import GOODPUT_SHARE
 from testbed import spec as specmod
 from testbed.emulation import measure, network
-from agents.planning.wan import GOODPUT_SHARE
 
 DEFAULT_TOPOLOGY = """
 name: selftest

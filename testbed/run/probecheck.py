@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from agents.config import AgentConfig, Peer, ProbeSection
 from agents.events import read_events
 from agents.probe import schedule
-from testbed.experiment import ProbeSettings
-from testbed.runner import PROBE_LEAD, PROBE_PORT, Agent, probe_settings, stop_agents
+from testbed.run.runner import PROBE_LEAD, PROBE_PORT, Agent, probe_settings, stop_agents
+from testbed.spec.experiment import ProbeSettings
 
 
 @dataclass

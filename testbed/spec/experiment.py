@@ -1,0 +1,212 @@
+"""The `experiment:` section of topo.yaml -> a validated Experiment.
+
+Picks one value on each axis (sync, overlay), the workload and when to stop.
+A combination that makes no sense is refused here with a sentence saying
+why, before anything is built.
+"""
+
+import logging
+import os
+from dataclasses import dataclass, field
+
+from agents.models import DATASET, MODEL, flat_size
+from agents.overlay import OVERLAY
+from agents.plugins import OptionError, PluginError, check_options, mismatch
+from agents.sync import SYNC
+from agents.workload import WORKLOAD, Train
+from testbed.spec import validate as check
+from testbed.spec.units import parse_fraction, shown
+from testbed.spec.validate import SpecError
+
+log = logging.getLogger(__name__)
+
+KEYS = {"sync", "overlay", "server_dc", "workload", "model", "dataset", "data_dir", "partition",
+        "model_options", "dataset_options",
+        "batch_size", "lr", "momentum", "compute_time", "step_time", "eval_every", "seed", "stop", "chunk",
+        "overlay_options", "sync_options", "coordination",
+        "dead_after", "probe"}
+STOP_KEYS = {"iterations", "time", "accuracy"}
+PROBE_KEYS = {"period", "budget", "steady_budget", "train", "pairs"}
+PROBE_PAIRS = ("all", "neighbours")
+# Marks a setting added after runs were keyed by their spec: at its default
+# it leaves a run's key as it was (testbed.sweeps.sweep.spec_key), so the sweeps
+# find the runs made before it existed.
+UNKEYED_AT_DEFAULT = "unkeyed_at_default"
+
+
+@dataclass(frozen=True)
+class ProbeSettings:
+    period: float = 2.5        # seconds between two trains of a pair
+    budget: float = 0.05       # share of each link direction's capacity for probe bytes
+    train_time: float = 0.1    # a train's length at the link's rate
+    pairs: str = "all"         # every ordered DC pair, or only those a WAN link joins
+    # The budget while a direction's estimate holds (None: `budget` throughout).
+    steady_budget: float = field(default=None, metadata={UNKEYED_AT_DEFAULT: True})
+
+    @property
+    def budget_when_steady(self):
+        return self.budget if self.steady_budget is None else self.steady_budget
+
+
+@dataclass(frozen=True)
+class Experiment:
+    sync: str = "ssgd"
+    overlay: str = "ps"
+    overlay_options: dict = None  # the overlay's parameters ({} for its defaults)
+    sync_options: dict = None     # the sync scheme's parameters ({} for its defaults)
+    coordination: str = "wan"     # the coordinator's messages: over the WAN, or "management"
+    server_dc: str = ""
+    workload: str = "train"
+    model: str = "mlp"
+    dataset: str = "digits"
+    model_options: dict = field(default=None, metadata={UNKEYED_AT_DEFAULT: True})
+    dataset_options: dict = field(default=None, metadata={UNKEYED_AT_DEFAULT: True})
+    data_dir: str = ""
+    partition: str = "iid"
+    batch_size: int = 32
+    lr: float = 0.1
+    momentum: float = 0.9
+    compute_time: float = 0.1
+    step_time: float = 0.0        # train: a step takes at least this long at speed 1.0 (0: as measured)
+    eval_every: int = 10
+    seed: int = 0
+    max_iterations: int = 200
+    max_time: float = 600.0
+    target_accuracy: float = 0.0
+    chunk_bytes: int = 1 << 20
+    dead_after: float = 5.0
+    probe: ProbeSettings = None   # None: no probes
+
+
+def options_of(plugin, raw, path):
+    """A plug-in's parameters as declared in its OPTIONS: known names only,
+    each a value its declaration takes."""
+    try:
+        return check_options(plugin.OPTIONS, raw, plugin.NAME)
+    except OptionError as e:
+        raise SpecError(path if e.key is None else f"{path}.{e.key}", e.message) from None
+
+
+def plugin(registry, raw, key, default, base_dir):
+    """(the name to run, the plug-in class) topo.yaml names at
+    experiment.KEY; an old name gets its new one, with a warning."""
+    ref = raw.get(key, default)
+    try:
+        cls, _ = registry.load(ref, base_dir)
+    except PluginError as e:
+        raise SpecError(f"experiment.{key}", str(e)) from None
+    if registry.deprecated(ref):
+        log.warning("warning: experiment.%s: %s", key, registry.deprecated(ref))
+        ref = registry.aliases[ref][0]
+    return ref, cls
+
+
+def parse(raw, datacenters, base_dir=None):
+    """raw: the YAML mapping; datacenters: [DataCenter]; base_dir: where
+    plug-ins named by a path are found.  Returns an Experiment; raises
+    SpecError."""
+    check.keys(raw, KEYS, "experiment")
+    p = lambda key: f"experiment.{key}"  # noqa: E731
+
+    sync, scheme = plugin(SYNC, raw, "sync", "ssgd", base_dir)
+    overlay, over = plugin(OVERLAY, raw, "overlay", "ps", base_dir)
+    why = mismatch(scheme, over)
+    if why:
+        raise SpecError(p("overlay"), why)
+    overlay_options = options_of(over, raw.get("overlay_options", {}), p("overlay_options"))
+    sync_options = options_of(scheme, raw.get("sync_options", {}), p("sync_options"))
+    why = over().refuse({d.name: d.servers for d in datacenters}, {d.name: d.workers for d in datacenters})
+    if why:
+        raise SpecError(p("overlay"), why)
+    coordination = check.word(raw.get("coordination", "wan"), p("coordination"), ["management", "wan"],
+                              "coordination")
+    workload, kind = plugin(WORKLOAD, raw, "workload", "train", base_dir)
+    data_dir = raw.get("data_dir", "")
+    if not isinstance(data_dir, str):
+        raise SpecError(p("data_dir"), f"{shown(data_dir)} is not a folder name")
+    trains = issubclass(kind, Train)
+    model = raw.get("model", "mlp" if trains else "resnet18")
+    if flat_size(model) is not None:
+        model_cls = MODEL.load("flat")[0]
+    else:
+        model, model_cls = plugin(MODEL, raw, "model", model, base_dir)
+    model_options = options_of(model_cls, raw.get("model_options", {}), p("model_options"))
+    if trains and not model_cls(model_options).trainable:
+        raise SpecError(p("model"), f"{model} has shapes only: it runs a synthetic workload, not "
+                                    "train (trainable: " + ", ".join(
+                                        n for n, c in MODEL.builtin_classes().items() if c().trainable)
+                        + ")")
+    dataset, dataset_options = "", {}
+    if trains:
+        dataset, dataset_cls = plugin(DATASET, raw, "dataset", "digits", base_dir)
+        dataset_options = options_of(dataset_cls, raw.get("dataset_options", {}), p("dataset_options"))
+        if dataset_cls.NEEDS_DIR and not data_dir:
+            raise SpecError(p("data_dir"), f"{dataset} is read from a local folder: name it in data_dir")
+        if dataset_cls.NEEDS_DIR and not os.path.isdir(data_dir):
+            raise SpecError(p("data_dir"), f"{shown(data_dir)} is not a folder (nothing is downloaded: "
+                                           f"put the {dataset} files there)")
+    partition = check.word(raw.get("partition", "iid"), p("partition"), ["iid", "noniid"], "partition")
+
+    with_servers = [d.name for d in datacenters if d.servers > 0]
+    server_dc = raw.get("server_dc", with_servers[0] if with_servers else datacenters[0].name)
+    check.word(server_dc, p("server_dc"), [d.name for d in datacenters], "data center")
+    if server_dc not in with_servers:
+        raise SpecError(p("server_dc"), f"{server_dc} has no servers: give it servers: 1 in datacenters")
+    if not any(d.workers for d in datacenters):
+        raise SpecError("datacenters", "no data center has workers: the experiment needs at least one")
+
+    stop = check.mapping(raw.get("stop", {}), p("stop"), "iterations, time, accuracy")
+    check.keys(stop, STOP_KEYS, "experiment.stop")
+    iterations = check.whole(stop.get("iterations", 200), p("stop.iterations"), 1, 10**7)
+    max_time = check.duration(stop.get("time", "10min"), p("stop.time"), positive=True)
+    accuracy = check.number(stop.get("accuracy", 0.0), p("stop.accuracy"), 0, 1)
+    if accuracy and workload == "synthetic":
+        raise SpecError(p("stop.accuracy"), "a synthetic workload has no accuracy to reach")
+
+    step_time = 0.0
+    if "step_time" in raw:
+        if workload != "train":
+            raise SpecError(p("step_time"), "is for real training; a synthetic workload's step "
+                                            "takes compute_time")
+        step_time = check.duration(raw["step_time"], p("step_time"), positive=True)
+    chunk = check.size(raw.get("chunk", "1mib"), p("chunk"), "1kib", "1gib")
+
+    probe = None
+    if "probe" in raw:
+        settings = raw["probe"] if raw["probe"] is not None else {}
+        if settings is True:
+            settings = {}
+        check.mapping(settings, p("probe"), "period, budget, steady_budget, train, pairs; or true")
+        check.keys(settings, PROBE_KEYS, "experiment.probe")
+        budget = check.unit(parse_fraction, settings.get("budget", "5%"), p("probe.budget"))
+        if not 0 < budget <= 0.5:
+            raise SpecError(p("probe.budget"), f"{settings['budget']!r} must be above 0% and at most 50%")
+        steady = check.unit(parse_fraction, settings.get("steady_budget", budget), p("probe.steady_budget"))
+        if not 0 < steady <= budget:
+            raise SpecError(p("probe.steady_budget"),
+                            f"{settings['steady_budget']!r} must be above 0% and at most the budget")
+        steady = None if steady == budget else steady       # one budget throughout
+        pairs = check.word(settings.get("pairs", "all"), p("probe.pairs"), PROBE_PAIRS, "probe pairs")
+        probe = ProbeSettings(
+            period=check.duration(settings.get("period", "2500ms"), p("probe.period"), positive=True),
+            budget=budget, steady_budget=steady,
+            train_time=check.duration(settings.get("train", "100ms"), p("probe.train"), positive=True),
+            pairs=pairs)
+
+    return Experiment(
+        sync=sync, sync_options=sync_options, overlay=overlay, overlay_options=overlay_options,
+        coordination=coordination,
+        server_dc=server_dc,
+        workload=workload, model=model, model_options=model_options or None,
+        dataset=dataset, dataset_options=dataset_options or None, data_dir=data_dir, partition=partition,
+        batch_size=check.whole(raw.get("batch_size", 32), p("batch_size"), 1, 100_000),
+        lr=check.number(raw.get("lr", 0.1), p("lr"), 0.0, 100.0),
+        momentum=check.number(raw.get("momentum", 0.9), p("momentum"), 0.0, 0.999),
+        compute_time=check.duration(raw.get("compute_time", "100ms"), p("compute_time"), positive=True),
+        step_time=step_time,
+        eval_every=check.whole(raw.get("eval_every", 10), p("eval_every"), 1, 10**6),
+        seed=check.whole(raw.get("seed", 0), p("seed"), 0, 2**31),
+        max_iterations=iterations, max_time=max_time, target_accuracy=accuracy,
+        chunk_bytes=chunk,
+        dead_after=check.duration(raw.get("dead_after", "5s"), p("dead_after"), positive=True),
+        probe=probe)
