@@ -7,7 +7,8 @@ import logging
 import shlex
 
 from testbed.spec import dynamics
-from testbed.spec.units import UnitError, format_rate, format_time, parse_fraction, parse_rate, parse_time
+from testbed.spec import validate as check
+from testbed.spec.units import format_rate, format_time
 
 log = logging.getLogger(__name__)
 
@@ -56,23 +57,22 @@ def parse_link_change(words, dc_names):
         both, rest = False, rest[:-1]
     if rest in (["down"], ["up"]):
         return a, b, both, {"up": rest[0] == "up"}
-    parsers = {"bw": ("rate", parse_rate), "delay": ("delay", parse_time),
-               "jitter": ("jitter", parse_time), "loss": ("loss", parse_fraction)}
+    # The checks topo.yaml's links go through, with their bounds.
+    checks = {"bw": ("rate", check.rate),
+              "delay": ("delay", lambda v, p: check.duration(v, p, upper=check.MAX_DELAY)),
+              "jitter": ("jitter", lambda v, p: check.duration(v, p, upper=check.MAX_DELAY)),
+              "loss": ("loss", check.loss)}
     if not rest or len(rest) % 2:
         raise CommandError(f"usage: {LINK_USAGE}")
     changes = {}
     for key, value in zip(rest[::2], rest[1::2]):
-        if key not in parsers:
+        if key not in checks:
             raise CommandError(f"unknown link setting {key!r}; use bw, delay, jitter, loss, down or up")
-        name, parse = parsers[key]
+        name, checked = checks[key]
         try:
-            changes[name] = parse(value)
-        except UnitError as e:
-            raise CommandError(f"{key}: {e}") from None
-    if changes.get("rate", 1) <= 0:
-        raise CommandError("bw must be above zero")
-    if not 0 <= changes.get("loss", 0) < 1:
-        raise CommandError("loss must be at least 0% and below 100%")
+            changes[name] = checked(value, key)
+        except check.SpecError as e:
+            raise CommandError(str(e)) from None
     return a, b, both, changes
 
 

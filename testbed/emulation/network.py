@@ -18,13 +18,16 @@ and relay messages, never delete-and-re-add, which would reset queues and
 flows.
 """
 
+import contextlib
 import json
 import logging
 import os
 import re
 import shlex
 import subprocess
+import threading
 import time
+from dataclasses import dataclass, replace
 
 from testbed.emulation import capability, shaping
 from testbed.emulation.delay import DelayError, make_backend
@@ -76,6 +79,7 @@ class EmulatedNetwork:
         for link in spec.wan:
             self.current[(link.a, link.b)] = link.ab
             self.current[(link.b, link.a)] = link.ba
+        self._changing = threading.Lock()
         self._stopped = False
 
     # ---------------------------------------------------------- lookups
@@ -120,35 +124,67 @@ class EmulatedNetwork:
         """Change a WAN link in place: direction a->b, and b->a too if `both`.
         Values in bit/s, seconds, fraction; up=False cuts the link (every
         frame dropped, queues and routes kept), up=True restores it.  None
-        leaves a value as it is.  Returns the new {(src, dst): Direction}."""
+        leaves a value as it is.  Returns the new {(src, dst): Direction}.
+
+        One change at a time, whoever asks (dynamics, consoles, the page),
+        so the record, links.jsonl and the kernel move together.  Values
+        outside topo.yaml's bounds are refused before anything is touched
+        (NetworkError); a step that fails undoes the steps before it, so
+        the link stays as it was, and if an undo fails too, the record
+        takes what the kernel then holds."""
         self.plan.link(a, b)  # raises KeyError for a pair without a link
         pairs = [(a, b), (b, a)] if both else [(a, b)]
-        new = {}
-        for pair in pairs:
+        with self._changing:
+            new = {}
+            for pair in pairs:
+                try:
+                    new[pair] = self.current[pair].changed(rate, delay, jitter, loss, up)
+                except ValueError as e:
+                    raise NetworkError(f"{a}-{b}: {e}") from None
+            steps = [step for pair, direction in new.items()
+                     for step in self._steps(pair, self.current[pair], direction)]
             try:
-                new[pair] = self.current[pair].changed(rate, delay, jitter, loss, up)
-            except ValueError as e:
-                raise NetworkError(str(e)) from None
-        for pair, direction in new.items():
-            old = self.current[pair]
-            node, dev, w, key = self.egress(*pair)
-            if direction.rate != old.rate:
-                run_in(node, shaping.htb_change(dev, direction.rate))
-            if direction != old:
-                run_in(node, self.backend.leaf(dev, direction, verb="change"))
-            if (direction.delay, direction.jitter, direction.effective_loss) != \
-                    (old.delay, old.jitter, old.effective_loss):
-                self.backend.set(w, key, direction)
-            self.current[pair] = direction
-            self._log_change(pair, direction, source)
-        return new
+                apply_all(steps)
+            except ChangeFailed as e:
+                for pair, held in e.kept.items():
+                    self.current[pair] = held
+                    self._log_change(pair, held, source, complete=False)
+                raise
+            for pair, direction in new.items():
+                self.current[pair] = direction
+                self._log_change(pair, direction, source)
+            return new
 
-    def _log_change(self, pair, d, source):
+    def _steps(self, pair, old, new):
+        """The steps that take one direction from `old` to `new`, each with
+        its undo: the HTB class, the leaf queue, the delay line."""
+        node, dev, w, key = self.egress(*pair)
+        steps = []
+        if new.rate != old.rate:
+            steps.append(Step(pair, old, new, {"rate"},
+                              lambda: run_in(node, shaping.htb_change(dev, new.rate)),
+                              lambda: run_in(node, shaping.htb_change(dev, old.rate))))
+        if new != old:
+            # netem carries the delay, jitter and loss in the leaf; a FIFO only the queue.
+            fields = {"queue"} | ({"delay", "jitter", "loss", "up"} if self.backend.name == "netem"
+                                  else set())
+            steps.append(Step(pair, old, new, fields,
+                              lambda: run_in(node, self.backend.leaf(dev, new, verb="change")),
+                              lambda: run_in(node, self.backend.leaf(dev, old, verb="change"))))
+        if (new.delay, new.jitter, new.effective_loss) != (old.delay, old.jitter, old.effective_loss):
+            steps.append(Step(pair, old, new, {"delay", "jitter", "loss", "up"},
+                              lambda: self.backend.set(w, key, new),
+                              lambda: self.backend.set(w, key, old), unsure=True))
+        return steps
+
+    def _log_change(self, pair, d, source, complete=True):
         if not self.link_log:
             return
         event = {"t": round(time.monotonic() - self.started, 6), "wall": time.time(),
                  "src": pair[0], "dst": pair[1], "rate": d.rate, "delay": d.delay,
                  "jitter": d.jitter, "loss": d.loss, "up": d.up, "queue": d.queue, "source": source}
+        if not complete:
+            event["incomplete"] = True      # a failed change the kernel kept part of
         with open(self.link_log, "a") as f:
             f.write(json.dumps(event) + "\n")
 
@@ -194,6 +230,58 @@ class EmulatedNetwork:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+@dataclass
+class Step:
+    """One step of a link change, taking direction `pair` from `old` to
+    `new` in the settings `fields`: do() applies it, undo() restores them."""
+    pair: tuple
+    old: object
+    new: object
+    fields: set
+    do: object
+    undo: object
+    # A failed do() may still take effect: a delay line that did not answer
+    # in time may read the request later.  Its undo is then sent as well,
+    # to be read after it.
+    unsure: bool = False
+
+
+class ChangeFailed(NetworkError):
+    """A link change failed part-way; `kept` says what the kernel holds."""
+
+
+def apply_all(steps):
+    """Do every step, or none: a failure undoes the steps done before it, in
+    reverse, and raises.  If an undo fails as well, the error is raised
+    with `.kept`: {pair: the Direction the link now has}, the new values
+    of the steps that stayed done, the old ones of the rest."""
+    done = []
+    for step in steps:
+        try:
+            step.do()
+        except (NetworkError, DelayError) as e:
+            if step.unsure:
+                with contextlib.suppress(NetworkError, DelayError):
+                    step.undo()
+            stuck = []
+            for earlier in reversed(done):
+                try:
+                    earlier.undo()
+                except (NetworkError, DelayError):
+                    stuck.append(earlier)
+            if not stuck:
+                raise
+            kept = {}
+            for s in reversed(stuck):
+                base = kept.get(s.pair, s.old)
+                kept[s.pair] = replace(base, **{f: getattr(s.new, f) for f in s.fields})
+            error = ChangeFailed(f"{e}; undoing the steps before it failed too, so the link "
+                                 "keeps part of the change")
+            error.kept = kept
+            raise error from None
+        done.append(step)
 
 
 def all_shells_alive(net):

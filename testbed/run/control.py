@@ -32,7 +32,7 @@ from testbed.emulation.commands import (
     words_of,
 )
 from testbed.emulation.delay import DelayError
-from testbed.emulation.network import NetworkError
+from testbed.emulation.network import ChangeFailed, NetworkError
 from testbed.spec import dynamics
 from testbed.spec.units import format_rate
 
@@ -96,6 +96,8 @@ class Commands:
                     self.net.change_link(a, b, both=both, source=source, **changes)
                 except KeyError as e:
                     raise CommandError(e.args[0]) from None
+                except ChangeFailed as e:
+                    raise CommandError(f"the link was changed only in part: {e}") from None
                 except (NetworkError, DelayError) as e:
                     raise CommandError(f"the link was not changed: {e}") from None
                 return self.show_links()

@@ -387,6 +387,14 @@ class SpeedSetter:
                                 "workers": list(workers), "speed": speed, "source": source}) + "\n")
 
 
+def dynamics_engine(net, speeds, say):
+    """The engine that replays a run's dynamics through the network's one
+    live-change function and the speed setter."""
+    return dynamics.Engine(
+        link=lambda a: net.change_link(a.a, a.b, both=a.both, source="dynamics", **a.changes()),
+        speed=lambda a: speeds.set(a.workers, a.speed, "dynamics"), report=say)
+
+
 def training_progress(folder):
     """(every test accuracy the workers logged, iterations the furthest
     worker finished), from the run folder's events."""
@@ -452,9 +460,7 @@ def run(spec, runs_root, delay_backend="auto", show=print, say=print, on_folder=
             f"{net.backend.description}")
         sampler = LinkSampler(net, folder.link_samples, cpu_path=folder.cpu_samples).start()
         speeds = SpeedSetter(folder)
-        engine = dynamics.Engine(
-            link=lambda a: net.change_link(a.a, a.b, both=a.both, source="dynamics", **a.changes()),
-            speed=lambda a: speeds.set(a.workers, a.speed, "dynamics"), report=say)
+        engine = dynamics_engine(net, speeds, say)
         commands = control.Commands(net, engine, speeds.set, folder.path,
                                     base_dir=os.path.dirname(spec.source))
         server = control.ControlServer(commands, folder.path).start()

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from testbed.spec import validate as check
 from testbed.spec.textfile import TextFileError, read_small_text
-from testbed.spec.units import UnitError, parse_fraction, parse_rate, parse_time, shown
+from testbed.spec.units import UnitError, format_rate, parse_fraction, parse_rate, parse_time, shown
 from testbed.spec.validate import SpecError
 
 GENERATORS = ("step", "square", "random_walk", "uniform")
@@ -224,10 +224,13 @@ def _trace_row(row, where):
             raise TraceError(f"{where}, column {column}: {key} is not {form}")
         parsed.append(value)
     t, rate = parsed[0], parsed[1]
-    if rate <= 0:
-        raise TraceError(f"{where}, column 2: bw must be above zero")
+    if not 0 < rate <= check.MAX_RATE:
+        raise TraceError(f"{where}, column 2: bw must be above zero and at most "
+                         f"{format_rate(check.MAX_RATE)}")
     values = {"rate": rate}
     if len(parsed) > 2 and parsed[2] is not None:
+        if parsed[2] > check.MAX_DELAY:
+            raise TraceError(f"{where}, column 3: delay must be at most {check.MAX_DELAY:g}s")
         values["delay"] = parsed[2]
     if len(parsed) > 3 and parsed[3] is not None:
         if not 0 <= parsed[3] < 1:
@@ -341,7 +344,7 @@ def _values(item, target, path, max_speed):
         values["rate"] = check.rate(item["bw"], p("bw"))
     for key in ("delay", "jitter"):
         if key in item:
-            values[key] = check.duration(item[key], p(key))
+            values[key] = check.duration(item[key], p(key), upper=check.MAX_DELAY)
     if "loss" in item:
         values["loss"] = check.loss(item["loss"], p("loss"))
     if item.get("down") is True:

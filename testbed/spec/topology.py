@@ -18,8 +18,8 @@ from testbed.spec import presets
 from testbed.spec import search as search_section
 from testbed.spec import validate as check
 from testbed.spec.textfile import TextFileError, read_small_text
-from testbed.spec.units import UnitError, parse_size, shown
-from testbed.spec.validate import SpecError, path_of
+from testbed.spec.units import UnitError, format_rate, format_time, parse_size, shown
+from testbed.spec.validate import MAX_DELAY, MAX_QUEUE_BYTES, MAX_RATE, SpecError, path_of
 
 NAME_RE = re.compile(r"[a-z][a-z0-9-]{0,14}")
 MAX_FILE_BYTES = 1 << 20
@@ -31,9 +31,6 @@ MAX_HOSTS_PER_DC = 32
 DEFAULT_PRESET_BW_SCALE = 0.05
 FRAME_BYTES = 1514
 MIN_QUEUE_PACKETS = 32
-MAX_QUEUE_BYTES = 1 << 30
-# A one-way delay or jitter of a WAN link, seconds (a LAN's: one).
-MAX_DELAY = 60.0
 
 
 @dataclass(frozen=True)
@@ -57,12 +54,31 @@ class Direction:
         new = replace(self, **{k: v for k, v in (("rate", rate), ("delay", delay),
                                                  ("jitter", jitter), ("loss", loss), ("up", up))
                                if v is not None})
-        if new.rate <= 0 or new.delay < 0 or new.jitter < 0 or not 0 <= new.loss < 1:
-            raise ValueError("rate must be above zero, delay and jitter at least zero, "
-                             "loss in [0, 1)")
-        if new.queue_bdp:
+        if new.queue_bdp and 0 < new.rate <= MAX_RATE and 0 <= new.delay <= MAX_DELAY:
             new = replace(new, queue=queue_bytes(new.rate, new.delay, new.queue_bdp))
+        problem = new.problem()
+        if problem:
+            raise ValueError(problem)
         return new
+
+    def problem(self):
+        """Why a link cannot be set to this direction, in one sentence (the
+        bounds topo.yaml holds a link to), or None."""
+        if not 0 < self.rate <= MAX_RATE:
+            return f"a rate must be above zero and at most {format_rate(MAX_RATE)}, " \
+                   f"not {format_rate(self.rate)}"
+        if not 0 <= self.delay <= MAX_DELAY:
+            return f"a delay must be between 0 and {MAX_DELAY:g}s, not {format_time(self.delay)}"
+        if not 0 <= self.jitter <= self.delay:
+            return f"jitter {format_time(self.jitter)} must be at least zero and at most " \
+                   f"the delay, {format_time(self.delay)}"
+        if not 0 <= self.loss < 1:
+            return f"loss must be at least 0% and below 100%, not {self.loss * 100:g}%"
+        if self.queue > MAX_QUEUE_BYTES:
+            held = f"{self.queue_bdp:g} round-trip BDP at {format_rate(self.rate)} and " \
+                   f"{format_time(self.delay)}" if self.queue_bdp else "the queue"
+            return f"{held} is {self.queue} bytes, over the 1gib a queue may hold"
+        return None
 
 
 @dataclass(frozen=True)
@@ -425,7 +441,11 @@ def _direction(base, common, override, path, which):
     raw, p = pick("queue")
     bdps, fixed = _queue(raw, p) if raw is not None else (1.0, 0)
     queue = queue_bytes(rate, delay, bdps) if bdps else fixed
-    return Direction(rate=rate, delay=delay, jitter=jitter, loss=loss, queue=queue, queue_bdp=bdps)
+    direction = Direction(rate=rate, delay=delay, jitter=jitter, loss=loss, queue=queue, queue_bdp=bdps)
+    problem = direction.problem()
+    if problem:
+        raise SpecError(path_of(path, which) if override else path, problem)
+    return direction
 
 
 def queue_bytes(rate, delay, bdps):

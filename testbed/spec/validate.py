@@ -13,9 +13,17 @@ import contextlib
 import difflib
 import logging
 
-from testbed.spec.units import UnitError, parse_fraction, parse_rate, parse_size, parse_time, shown
+from testbed.spec.units import UnitError, format_rate, parse_fraction, parse_rate, parse_size, parse_time, shown
 
 log = logging.getLogger(__name__)
+
+# The bounds of a link's settings wherever they are given: topo.yaml, its
+# dynamics and traces, and live changes.  tc takes an HTB rate to 2^64
+# bytes/s, but a queue of a round-trip BDP must stay within what a leaf
+# queue counts (32 bits of bytes); no emulation here reaches 100 Gbit/s.
+MAX_RATE = 100e9                 # bit/s
+MAX_DELAY = 60.0                 # one-way delay or jitter of a WAN link, seconds
+MAX_QUEUE_BYTES = 1 << 30
 
 # Spellings people reach for, mapped to the key topo.yaml uses.
 SYNONYMS = {"rate": "bw", "bandwidth": "bw", "latency": "delay", "links": "wan",
@@ -133,10 +141,12 @@ def duration(value, path, positive=False, upper=None):
 
 
 def rate(value, path):
-    """A rate like 50mbit in bit/s, above zero."""
+    """A rate like 50mbit in bit/s, above zero and at most MAX_RATE."""
     bps = unit(parse_rate, value, path)
     if not bps > 0:
         raise SpecError(path, f"{shown(value)} must be above zero")
+    if bps > MAX_RATE:
+        raise SpecError(path, f"{shown(value)} is above the {format_rate(MAX_RATE)} a link may have")
     return bps
 
 
