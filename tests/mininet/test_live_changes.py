@@ -85,27 +85,28 @@ def test_dynamics_and_console_changes_at_once_leave_record_log_and_kernel_agreei
     net, log_path = two_dc
     failures = []
     engine = runner.dynamics_engine(net, Speeds(), failures.append)
-    engine.run([], horizon=60)
-    # The dynamics change the rate every 10 ms, both ways or one; the
-    # console changes rate and delay meanwhile, as fast as it is answered.
-    rates = [5e6, 8e6, 12e6, 20e6]
-    engine.add([LinkAction(t=0.01 * k, a="east", b="west", both=k % 3 != 0, rate=rates[k % 4])
-                for k in range(150)])
+    engine.run([], horizon=600)
     commands = control.Commands(net, engine, Speeds().set, str(tmp_path))
-    stop = time.monotonic() + 1.6
+    rates = [5e6, 8e6, 12e6, 20e6]
     k = 0
-    while time.monotonic() < stop:
-        words = ["link", "east", "west", "bw", f"{3 + k % 7}mbit", "delay", f"{10 + k % 5}ms"]
-        commands.execute(" ".join(words + (["oneway"] if k % 2 else [])), "console")
-        k += 1
-    deadline = time.monotonic() + 10
-    while engine._pending and time.monotonic() < deadline:
-        time.sleep(0.05)
+    for _ in range(3):
+        # The dynamics change the rate every 5 ms, both ways or one (faster
+        # than changes are made, so they queue up); the console changes rate
+        # and delay as fast as it is answered until the dynamics are done,
+        # so the two end together.
+        now = engine.now()
+        engine.add([LinkAction(t=now + 0.005 * j, a="east", b="west", both=j % 3 != 0,
+                               rate=rates[j % 4]) for j in range(100)])
+        deadline = time.monotonic() + 30
+        while engine._pending and time.monotonic() < deadline:
+            words = ["link", "east", "west", "bw", f"{3 + k % 7}mbit", "delay", f"{10 + k % 5}ms"]
+            commands.execute(" ".join(words + (["oneway"] if k % 2 else [])), "console")
+            k += 1
+        time.sleep(0.1)          # the dynamics' last change is made
+        assert failures == [] and not engine._pending
+        assert_agree(net, log_path)
     engine.stop()
-    assert failures == [] and not engine._pending
-    sources = {e["source"] for e in read_events(log_path)}
-    assert sources == {"dynamics", "console"} and k > 5
-    assert_agree(net, log_path)
+    assert {e["source"] for e in read_events(log_path)} == {"dynamics", "console"} and k > 15
 
 
 @pytest.mark.parametrize("words,says", [
