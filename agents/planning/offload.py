@@ -13,7 +13,9 @@ The child is `python -m agents.planning.offload`, started on the first
 call and kept for the next ones.  Calls and results are pickles framed by
 their length on its stdin and stdout.  It dies with the thread that
 started it (PR_SET_PDEATHSIG), so a coordinator killed outright leaves no
-solver behind, and it exits when its stdin closes.
+solver behind, and it exits when its stdin closes.  A call that takes over
+the solver's `limit` ends the child and fails, so a hung solve ends the
+run instead of leaving the coordinator waiting for a plan for ever.
 """
 
 import importlib
@@ -24,11 +26,14 @@ import signal
 import struct
 import subprocess
 import sys
+import time
 
 from agents.libc import die_with_parent, load_libc
 
 HEADER = struct.Struct("!Q")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# Seconds a call may take: a re-plan of the largest WAN takes a few.
+SOLVE_LIMIT = 120.0
 
 
 def _write(stream, obj):
@@ -55,20 +60,28 @@ class Call:
     def __init__(self, solver):
         self.solver = solver
         self.outcome = None
+        self.deadline = time.monotonic() + solver.limit
 
     def is_alive(self):
         if self.outcome is None:
-            ready, _, _ = select.select([self.solver.proc.stdout], [], [], 0)
-            if ready:
-                self.join()
+            self._wait(0.0)
         return self.outcome is None
 
     def join(self):
         if self.outcome is None:
-            self.outcome = _read(self.solver.proc.stdout)
-            if self.outcome is None:
-                self.outcome = ("error", "the solver process exited")
+            self._wait(self.deadline - time.monotonic())
+
+    def _wait(self, timeout):
+        """Take the outcome if it comes within `timeout` seconds; past the
+        deadline, end the child and fail."""
+        ready, _, _ = select.select([self.solver.proc.stdout], [], [], max(0.0, timeout))
+        if ready:
+            self.outcome = _read(self.solver.proc.stdout) or ("error", "the solver process exited")
             self.solver.busy = False
+        elif time.monotonic() >= self.deadline:
+            self.solver.kill()
+            self.outcome = ("error", f"no result after {self.solver.limit:g}s; the solver "
+                                     "process was ended")
 
     def result(self):
         """The function's return value; its error raised here, as RuntimeError."""
@@ -82,9 +95,10 @@ class Call:
 class Solver:
     """A child process calling `module.name(*args)` for the parent."""
 
-    def __init__(self):
+    def __init__(self, limit=SOLVE_LIMIT):
         self.proc = None
         self.busy = False
+        self.limit = limit
 
     def call(self, function, *args):
         """Start `function(*args)` (a module-level function) in the child: a `Call`."""
@@ -98,6 +112,16 @@ class Solver:
         _write(self.proc.stdin, (function.__module__, function.__qualname__, args))
         self.busy = True
         return Call(self)
+
+    def kill(self):
+        """End the child mid-call; the next call starts a new one."""
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc.stdin.close()
+            self.proc.stdout.close()
+            self.proc = None
+        self.busy = False
 
     def close(self):
         if self.proc is not None:

@@ -12,6 +12,7 @@ from agents.probe.matrix import MatrixSubscriber
 from agents.probe.passive import PassiveReader
 from agents.roles.compose import overlay_of, sync_scheme
 from agents.transport import Endpoint, RecvTimeout
+from agents.watchdog import LoopWatchdog
 
 VIEW_EVERY = 5.0      # seconds between two records of the network's view
 UPDATE_EVERY = 0.5    # seconds between two reads of the probes and transfers
@@ -72,8 +73,10 @@ def run(cfg, log):
         sync=scheme.NAME, serves_sync=service is not None)
     last_view = last_update = -VIEW_EVERY
     changed = False
+    watchdog = LoopWatchdog("coordinator")
     try:
         while True:
+            watchdog.beat()
             try:
                 m = ep.recv(timeout=UPDATE_EVERY)
             except RecvTimeout:
@@ -103,6 +106,7 @@ def run(cfg, log):
                 log("view", estimates=dict(view.estimates), transfers=dict(view.transfers))
                 last_view, changed = now, False
     finally:
+        watchdog.stop()
         if policy is not None:
             policy.close()              # a policy's solver process, if it has one
         if service is not None:

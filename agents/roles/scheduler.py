@@ -22,6 +22,7 @@ from agents.coflow.policies import make_policy
 from agents.coflow.search import SearchParams, SearchWorkload
 from agents.roles.compose import endpoint
 from agents.transport import RecvTimeout
+from agents.watchdog import LoopWatchdog
 
 MAX_WAIT = 0.2
 
@@ -46,8 +47,10 @@ def run(cfg, log):
     history = {}          # flow key -> rates it was given, in order
     coflows = stages = 0
     finished = False
+    watchdog = LoopWatchdog("scheduler")
     try:
         while pending or sched.active:
+            watchdog.beat()
             now = time.monotonic() - t0
             while pending and pending[0][0] <= now:
                 _, _, c = heapq.heappop(pending)
@@ -111,6 +114,7 @@ def run(cfg, log):
             ep.send(name, {"type": "end"})
         finished = True
     finally:
+        watchdog.stop()
         ep.close(drain=finished)
 
 

@@ -76,6 +76,10 @@ class NetemDelay:
     def stats(self):
         return {}
 
+    def exited(self):
+        """{WAN link index: exit code} of delay lines that are gone (none here)."""
+        return {}
+
     def stop(self):
         pass
 
@@ -152,6 +156,11 @@ class RelayDelay:
 
     def stats(self):
         return {i: self.request(i, {"op": "stats"}) for i in self.procs}
+
+    def exited(self):
+        """{WAN link index: exit code} of the links whose delay line process is gone."""
+        return {i: code for i, code in ((i, p.poll()) for i, p in self.procs.items())
+                if code is not None}
 
     def stop(self):
         for proc in self.procs.values():

@@ -24,6 +24,7 @@ import logging
 import os
 import re
 import shlex
+import signal
 import subprocess
 import threading
 import time
@@ -200,6 +201,22 @@ class EmulatedNetwork:
     def shaped_rate(self, src, dst):
         return self.shaper_counters(src, dst)[0]
 
+    def failure(self):
+        """Why the emulation no longer works, in one sentence, or None: a
+        delay line or a node's shell is gone (their links forward nothing
+        while every agent lives on)."""
+        if self._stopped or self.net is None:
+            return None
+        gone = self.backend.exited()
+        if gone:
+            index, code = min(gone.items())
+            return f"the delay line of WAN link {index} ({self.spec.wan[index].name}) " \
+                   f"{describe_exit(code)}"
+        for node in self.net.hosts + self.net.switches:
+            if node.shell is None or node.shell.poll() is not None:
+                return f"the shell of the emulated node {node.name} is gone"
+        return None
+
     # ---------------------------------------------------------- teardown
 
     def stop(self):
@@ -230,6 +247,16 @@ class EmulatedNetwork:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+def describe_exit(code):
+    """'was killed by SIGKILL', 'exited with code 1'."""
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with code {code}"
 
 
 @dataclass

@@ -5,12 +5,15 @@ them into throughput.  With `cpu_path`, it also appends how busy the
 machine's cores were over each interval (`testbed.records.cpu`)."""
 
 import json
+import logging
 import os
 import threading
 import time
 
 from testbed.emulation.network import NetworkError
 from testbed.records.cpu import CpuMeter
+
+log = logging.getLogger(__name__)
 
 
 class LinkSampler:
@@ -22,6 +25,7 @@ class LinkSampler:
         self.interval = interval
         self.latest = {}          # (src, dst) -> bit/s over the last interval
         self._prev = {}
+        self._error = None        # what ended the sampling early, for failure()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True, name="link-sampler")
 
@@ -53,9 +57,19 @@ class LinkSampler:
                 f.write(json.dumps({"t": now, **self.cpu.lap(), "cores": os.cpu_count()}) + "\n")
 
     def _loop(self):
-        while not self._stop.is_set():
-            self.sample()
-            self._stop.wait(self.interval)
+        try:
+            while not self._stop.is_set():
+                self.sample()
+                self._stop.wait(self.interval)
+        except Exception as e:  # noqa: BLE001 - the runner ends the run with it
+            log.debug("the link sampler failed", exc_info=e)
+            self._error = f"{type(e).__name__}: {e}"
+
+    def failure(self):
+        """Why the samples stopped, in one sentence, or None while they go on."""
+        if self._error is not None:
+            return f"the link sampler stopped: {self._error}"
+        return None
 
     def stop(self):
         self._stop.set()

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 WORKERS_FINISHED = "workers-finished"   # every worker left its loop and exited 0
 TIME = "time"                           # the experiment's time limit passed
 AGENT_FAILURE = "agent-failure"         # an agent died or exited with an error
+EMULATION_FAILURE = "emulation-failure"  # a delay line, a node's shell or the link sampler died
 INTERRUPTED = "interrupted"             # Ctrl-C
 ERROR = "error"                         # the runner itself went wrong
 
@@ -19,7 +20,8 @@ ITERATIONS = "iterations"
 @dataclass(frozen=True)
 class RunEnd:
     status: str             # completed | failed
-    stopped_by: str         # target_accuracy | iterations | time | agent-failure | interrupted | error
+    stopped_by: str         # target_accuracy | iterations | time | agent-failure |
+    #                         emulation-failure | interrupted | error
     target_reached: object  # True | False, None when the run has no target
     reason: str             # one sentence (an agent failure adds the end of its log)
 
@@ -61,8 +63,13 @@ def conclude(seen, detail="", accuracies=(), target=None, iterations=0, max_iter
                       f"with neither stop reached" + clause)
     if seen == TIME:
         limit = f" of {max_time:g}s" if max_time is not None else ""
+        if iterations == 0:
+            # Nothing was measured: a sweep must not take it as done.
+            return RunEnd("failed", TIME, reached,
+                          f"the time limit{limit} ended the run before any iteration finished"
+                          + clause)
         return RunEnd("completed", TIME, reached,
                       f"the time limit{limit} ended the run after {iterations} iterations" + clause)
-    if seen in (AGENT_FAILURE, INTERRUPTED, ERROR):
+    if seen in (AGENT_FAILURE, EMULATION_FAILURE, INTERRUPTED, ERROR):
         return RunEnd("failed", seen, reached, detail or seen)
     raise ValueError(f"unknown end of a run: {seen!r}")

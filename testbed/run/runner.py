@@ -12,7 +12,6 @@ import json
 import logging
 import os
 import platform
-import signal
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ from agents.launcher import Launcher
 from agents.overlay.layout import Layout
 from testbed.analysis import report
 from testbed.emulation import network
+from testbed.emulation.network import describe_exit
 from testbed.emulation.plan import shortest_next_hops
 from testbed.emulation.shield import signals_deferred
 from testbed.records.runfolder import RunFolder
@@ -247,15 +247,6 @@ def launch(net, configs, folder, launcher=None):
     return agents
 
 
-def describe_exit(code):
-    if code < 0:
-        try:
-            return f"was killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"was killed by signal {-code}"
-    return f"exited with code {code}"
-
-
 def log_tail(path, lines=8):
     try:
         with open(path, errors="replace") as f:
@@ -328,10 +319,11 @@ class Progress:
         return " | ".join(parts)
 
 
-def watch(agents, max_time, folder, sampler, show):
-    """Until the workers (a search's machines) finish, an agent dies or
-    time runs out.  Returns what ended it (a runend constant) and, for a
-    failure, why."""
+def watch(agents, max_time, folder, sampler, show, health=lambda: None):
+    """Until the workers (a search's machines) finish, an agent dies, the
+    emulation fails (health() says why: a dead delay line, node shell or
+    link sampler) or time runs out.  Returns what ended it (a runend
+    constant) and, for a failure, why."""
     started = time.monotonic()
     # What the line shows comes from the first worker, or a search's scheduler.
     shown = next(a for a in agents if a.role in ("worker", "scheduler"))
@@ -339,6 +331,9 @@ def watch(agents, max_time, folder, sampler, show):
     progress = Progress()
     last_show = 0.0
     while True:
+        failure = health()
+        if failure:
+            return runend.EMULATION_FAILURE, failure
         for a in agents:
             code = a.proc.poll()
             if code not in (None, 0):
@@ -395,6 +390,18 @@ def dynamics_engine(net, speeds, say):
         speed=lambda a: speeds.set(a.workers, a.speed, "dynamics"), report=say)
 
 
+def write_report(folder, say):
+    """The run's summary and plots; a Ctrl-C skips them (`testbed report`
+    writes them later), an error in them is logged, never raised over why
+    the run ended."""
+    try:
+        report.report(folder.path)
+    except KeyboardInterrupt:
+        say(f"the report was interrupted; `testbed report {folder.path}` writes it")
+    except Exception:  # noqa: BLE001 - never hide why the run ended
+        log.exception("the report of %s failed", folder.path)
+
+
 def training_progress(folder):
     """(every test accuracy the workers logged, iterations the furthest
     worker finished), from the run folder's events."""
@@ -443,11 +450,15 @@ def run(spec, runs_root, delay_backend="auto", show=print, say=print, on_folder=
     max_time = (spec.search or spec.experiment).max_time
     with open(spec.source) as f:
         source_text = f.read()
-    folder = RunFolder.create(runs_root, spec, source_text)
-    on_folder(folder)
     seen, detail = runend.ERROR, "the run did not start"
+    folder = None
     agents, sampler, net, engine, server, launcher, page = [], None, None, None, None, None, None
     try:
+        # Made whole inside this try (a Ctrl-C meanwhile is ignored), so the
+        # finally below always closes a folder that says `running`.
+        with signals_deferred():
+            folder = RunFolder.create(runs_root, spec, source_text)
+        on_folder(folder)
         runner_event(folder, "starting", agent_start=agent_start)
         if agent_start == "launcher":
             # First: its imports (seconds of CPU) then overlap with building the network.
@@ -473,30 +484,32 @@ def run(spec, runs_root, delay_backend="auto", show=print, say=print, on_folder=
         engine.run(spec.dynamics, horizon=max_time)
         if console:
             console(commands)
-        seen, detail = watch(agents, max_time, folder, sampler, show)
+        seen, detail = watch(agents, max_time, folder, sampler, show,
+                             health=lambda: net.failure() or sampler.failure())
     except KeyboardInterrupt:
+        if folder is None:
+            raise
         seen, detail = runend.INTERRUPTED, "interrupted by the user"
     except BaseException as e:
         seen, detail = runend.ERROR, f"{type(e).__name__}: {e}"
         raise
     finally:
-        with signals_deferred():
-            for part in (engine, server, page):
-                if part:
-                    part.stop()
-            stop_agents(agents)
-            if launcher:
-                launcher.close()
-            if sampler:
-                sampler.stop()
-            if net is not None:
-                net.stop()
-            end = (search.conclude(seen, detail, scheduler_events(spec, folder))
-                   if spec.search else conclude(seen, detail, spec.experiment, folder))
-            folder.set_status(end.status, end.reason, stopped_by=end.stopped_by,
-                              target_reached=end.target_reached)
-            try:
-                report.report(folder.path)
-            except Exception:  # noqa: BLE001 - never hide why the run ended
-                log.exception("the report of %s failed", folder.path)
+        if folder is not None:
+            with signals_deferred():
+                for part in (engine, server, page):
+                    if part:
+                        part.stop()
+                stop_agents(agents)
+                if launcher:
+                    launcher.close()
+                if sampler:
+                    sampler.stop()
+                if net is not None:
+                    net.stop()
+                end = (search.conclude(seen, detail, scheduler_events(spec, folder), max_time)
+                       if spec.search else conclude(seen, detail, spec.experiment, folder))
+                folder.set_status(end.status, end.reason, stopped_by=end.stopped_by,
+                                  target_reached=end.target_reached)
+            # Not shielded: the run is closed, and a slow plot must not make Ctrl-C wait.
+            write_report(folder, say)
     return Outcome(end.status, end.reason, folder, end.stopped_by, end.target_reached)

@@ -37,7 +37,7 @@ def agent_configs(spec, net, folder, agent_port, scheduler_port):
     return configs
 
 
-def conclude(seen, detail, events):
+def conclude(seen, detail, events, max_time=None):
     """The RunEnd of a search from what the runner saw and the scheduler's events."""
     finished = any(e["ev"] == "search_done" for e in events)
     if seen == runend.WORKERS_FINISHED and finished:
@@ -45,4 +45,12 @@ def conclude(seen, detail, events):
     if seen == runend.WORKERS_FINISHED:
         return runend.RunEnd("failed", runend.AGENT_FAILURE, None,
                              "the machines stopped before the search finished")
+    if seen == runend.TIME:
+        coflows = sum(e["ev"] == "coflow_done" for e in events)
+        limit = f" of {max_time:g}s" if max_time is not None else ""
+        if not coflows:
+            return runend.RunEnd("failed", runend.TIME, None,
+                                 f"the time limit{limit} ended the search before any coflow finished")
+        return runend.RunEnd("completed", runend.TIME, None,
+                             f"the time limit{limit} ended the search after {coflows} coflows")
     return runend.conclude(seen, detail)

@@ -61,6 +61,25 @@ def test_an_error_in_the_child_is_raised_where_the_result_is_asked_for():
         solver.close()
 
 
+def test_a_call_past_the_limit_ends_the_child_and_fails_so_a_hung_solve_ends_the_run():
+    solver = offload.Solver(limit=1.0)
+    try:
+        call = solver.call(time.sleep, 60)
+        child = solver.proc.pid
+        deadline = time.monotonic() + 10
+        while call.is_alive() and time.monotonic() < deadline:     # as the coordinator's tick asks
+            time.sleep(0.05)
+        assert not call.is_alive() and _gone(child)
+        with pytest.raises(RuntimeError, match="no result after 1s; the solver process was ended"):
+            call.result()
+        # join() holds to the same limit; the next call gets a new child.
+        with pytest.raises(RuntimeError, match="no result after 1s"):
+            solver.call(time.sleep, 60).result()
+        assert solver.call(math.sqrt, 9.0).result() == 3.0
+    finally:
+        solver.close()
+
+
 def test_close_ends_the_child_even_mid_call():
     solver = offload.Solver()
     solver.call(time.sleep, 30)

@@ -52,7 +52,24 @@ def test_the_time_limit_completes_the_run_and_says_the_target_was_missed():
                           "target accuracy 0.900 not reached (never evaluated)")
 
 
-@pytest.mark.parametrize("seen", [runend.AGENT_FAILURE, runend.INTERRUPTED, runend.ERROR])
+def test_a_time_limit_before_any_iteration_fails_the_run_so_a_sweep_runs_it_again():
+    end = conclude(runend.TIME, accuracies=[], iterations=0, **STOPS)
+    assert (end.status, end.stopped_by, end.target_reached) == ("failed", "time", False)
+    assert end.reason == ("the time limit of 180s ended the run before any iteration finished; "
+                          "target accuracy 0.900 not reached (never evaluated)")
+
+
+def test_a_search_ended_by_its_time_limit_completes_only_if_a_coflow_finished():
+    from testbed.run import search
+    end = search.conclude(runend.TIME, "", [{"ev": "start"}, {"ev": "coflow"}], max_time=60.0)
+    assert (end.status, end.stopped_by) == ("failed", "time")
+    assert end.reason == "the time limit of 60s ended the search before any coflow finished"
+    end = search.conclude(runend.TIME, "", [{"ev": "coflow_done"}] * 3, max_time=60.0)
+    assert (end.status, end.reason) == ("completed", "the time limit of 60s ended the search after 3 coflows")
+
+
+@pytest.mark.parametrize("seen", [runend.AGENT_FAILURE, runend.EMULATION_FAILURE, runend.INTERRUPTED,
+                                  runend.ERROR])
 def test_failures_keep_their_own_reason_and_still_tell_whether_the_target_was_reached(seen):
     end = conclude(seen, "agent tokyo-w1 was killed by SIGKILL", accuracies=[0.92], iterations=40,
                    **STOPS)
