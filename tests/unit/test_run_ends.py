@@ -38,7 +38,10 @@ def test_a_ctrl_c_as_soon_as_the_folder_exists_closes_it_as_interrupted(tmp_path
         disposition.append(signal.getsignal(signal.SIGINT))
         raise KeyboardInterrupt
     monkeypatch.setattr(runner.report, "report", slow_report)
-    outcome = runner.run(spec, str(tmp_path), on_folder=interrupted_at_once, say=said.append)
+    try:
+        outcome = runner.run(spec, str(tmp_path), on_folder=interrupted_at_once, say=said.append)
+    except KeyboardInterrupt:
+        pytest.fail(f"the Ctrl-C left the run with its folder {status_of(folders[0])['status']}")
     (folder,) = folders
     assert (outcome.status, outcome.stopped_by) == ("failed", "interrupted")
     assert status_of(folder)["status"] == "failed" and os.listdir(tmp_path) == [os.path.basename(folder.path)]
