@@ -12,24 +12,29 @@ from agents.workload import FlatModel, workload_of
 
 
 class SpeedFile:
-    """A compute speed the runner may rewrite while we run (dynamics, console)."""
+    """A compute speed the runner may rewrite while we run (dynamics, console).
+    A file is known by its inode, time and size (a rename brings a new
+    inode; two writes within one tick of the file system's clock keep the
+    time), and taken as seen only once it parsed."""
 
     def __init__(self, path):
         self.path = path
-        self.mtime = None
+        self.seen = None
 
     def changed(self):
         if not self.path:
             return None
         try:
-            mtime = os.stat(self.path).st_mtime_ns
-            if mtime == self.mtime:
+            st = os.stat(self.path)
+            key = (st.st_ino, st.st_mtime_ns, st.st_size)
+            if key == self.seen:
                 return None
-            self.mtime = mtime
             with open(self.path) as f:
-                return float(f.read().strip())
+                speed = float(f.read().strip())
         except (OSError, ValueError):
             return None
+        self.seen = key
+        return speed
 
 
 class WorkerContext:

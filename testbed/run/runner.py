@@ -14,6 +14,8 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from dataclasses import dataclass
 
@@ -365,21 +367,27 @@ def watch(agents, max_time, folder, sampler, show, health=lambda: None):
 
 class SpeedSetter:
     """Changes workers' compute speed live: the worker reads its speed file
-    every iteration; every change is stamped in speeds.jsonl."""
+    every iteration; every change is stamped in speeds.jsonl.  Changes come
+    from several threads (dynamics, console, page): one at a time, each
+    written to a file of its own and renamed into place, so a worker never
+    reads half of one and the file and speeds.jsonl end on the same value."""
 
     def __init__(self, folder):
         self.folder = folder
         self.started = time.monotonic()
+        self.lock = threading.Lock()
 
     def set(self, workers, speed, source):
-        for w in workers:
-            path = self.folder.agent_file(w, "speed")
-            with open(path + ".tmp", "w") as f:
-                f.write(f"{speed!r}\n")
-            os.replace(path + ".tmp", path)
-        with open(self.folder.file("speeds.jsonl"), "a") as f:
-            f.write(json.dumps({"t": round(time.monotonic() - self.started, 6), "wall": time.time(),
-                                "workers": list(workers), "speed": speed, "source": source}) + "\n")
+        with self.lock:
+            for w in workers:
+                path = self.folder.agent_file(w, "speed")
+                fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=f".{w}.", suffix=".tmp")
+                with os.fdopen(fd, "w") as f:
+                    f.write(f"{speed!r}\n")
+                os.replace(tmp, path)
+            with open(self.folder.file("speeds.jsonl"), "a") as f:
+                f.write(json.dumps({"t": round(time.monotonic() - self.started, 6), "wall": time.time(),
+                                    "workers": list(workers), "speed": speed, "source": source}) + "\n")
 
 
 def dynamics_engine(net, speeds, say):

@@ -66,3 +66,34 @@ def test_every_message_leaves_once_and_each_flow_keeps_its_order(messages):
     for flow in "abc":
         mine = [i for f, i in out if f == flow]
         assert mine == sorted(mine)
+
+
+class Unswept(FairQueue):
+    """The queue without forgetting finish tags: what it serves is the reference."""
+
+    def _sweep(self):
+        self._sweep_at = float("inf")
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 5), st.sampled_from([0.5, 1.0, 4.0]),
+                          st.integers(1, 5000), st.booleans()), max_size=400))
+def test_forgetting_finish_tags_changes_nothing_served(ops):
+    # Each op: a re-plan number and a flow in it (re-plans name new flows),
+    # a weight, a size, and whether a message is taken off first.
+    swept, reference = FairQueue(), Unswept()
+    for n, (plan, flow, weight, size, take) in enumerate(ops):
+        for q in (swept, reference):
+            if take and q:
+                q.popleft()
+            q.append(n, flow=(plan, flow), weight=weight, size=size)
+    assert drain(swept) == drain(reference)
+
+
+def test_the_finish_tags_of_flows_from_past_re_plans_are_forgotten():
+    q = FairQueue()
+    for plan in range(2000):
+        # A re-plan names four new flows; each sends a message, which leaves.
+        for flow in range(4):
+            q.append((plan, flow), flow=(plan, flow), weight=1.0, size=1000)
+        drain(q)
+    assert len(q._finish) < 200, len(q._finish)
