@@ -88,10 +88,12 @@ class Endpoint:
     def bytes_received(self):
         return self.incoming.bytes_received
 
-    def _dealer(self, identity, host, port, ctx=None):
+    def _dealer(self, identity, host, port, ctx=None, tos=None):
         s = (ctx or self.ctx).socket(zmq.DEALER)
         s.setsockopt(zmq.IDENTITY, identity.encode())
         s.setsockopt(zmq.LINGER, 0)
+        if tos is not None:
+            s.setsockopt(zmq.TOS, tos)
         if self.queued:
             s.setsockopt(zmq.SNDHWM, 1)
             s.setsockopt(zmq.SNDBUF, QUEUED_SNDBUF)

@@ -8,6 +8,11 @@ import threading
 import zmq
 
 HEARTBEAT_SUFFIX = "#hb"
+# The IP TOS byte of the heartbeats' connections (DSCP CS6, network
+# control): the emulated WAN gives such frames a class and a queue of
+# their own (testbed/emulation/shaping.py), and a host that accepts such
+# a connection answers in kind (tcp_reflect_tos).
+LIVENESS_TOS = 0xC0
 
 
 class PeerDead(RuntimeError):
@@ -20,7 +25,8 @@ class PeerDead(RuntimeError):
 
 class Heartbeats:
     """A thread that sends an empty frame to every peer every `interval`
-    seconds, through DEALER sockets named `name#hb`, until stopped."""
+    seconds, through DEALER sockets named `name#hb` marked LIVENESS_TOS,
+    until stopped.  make_socket(identity, host, port, ctx, tos) makes one."""
 
     def __init__(self, name, peers, interval, make_socket):
         self.ctx = zmq.Context(1)      # its own: beats go on while data waits to leave
@@ -32,7 +38,8 @@ class Heartbeats:
 
     def _run(self, identity, peers, interval, make_socket):
         # ZeroMQ sockets belong to one thread: made and closed here.
-        socks = {p: make_socket(identity, h, port, self.ctx) for p, (h, port) in peers.items()}
+        socks = {p: make_socket(identity, h, port, self.ctx, tos=LIVENESS_TOS)
+                 for p, (h, port) in peers.items()}
         try:
             while not self.stopping.wait(interval):
                 for s in socks.values():

@@ -64,8 +64,9 @@ class NetemDelay:
     uses_relays = False
     description = "kernel sch_netem under each link's HTB class"
 
-    def leaf(self, dev, direction, verb="add"):
-        return shaping.netem_leaf(dev, direction, verb)
+    def leaf(self, dev, direction, verb="add", **where):
+        """where: parent and handle, if not the egress's one leaf (shaping)."""
+        return shaping.netem_leaf(dev, direction, verb, **where)
 
     def start(self, net, plan, spec, state):
         pass
@@ -93,8 +94,8 @@ class RelayDelay:
         self.procs = {}      # link index -> Popen
         self.sockets = {}    # link index -> control socket path
 
-    def leaf(self, dev, direction, verb="add"):
-        return shaping.fifo_leaf(dev, direction.queue, verb)
+    def leaf(self, dev, direction, verb="add", **where):
+        return shaping.fifo_leaf(dev, direction.queue, verb, **where)
 
     def start(self, net, plan, spec, state):
         for w in plan.wan:
@@ -232,8 +233,8 @@ class NoDelay(NetemDelay):
     name = "none"
     description = "no delay line (benchmarks only)"
 
-    def leaf(self, dev, direction, verb="add"):
-        return shaping.fifo_leaf(dev, direction.queue, verb)
+    def leaf(self, dev, direction, verb="add", **where):
+        return shaping.fifo_leaf(dev, direction.queue, verb, **where)
 
     def set(self, wan_plan, key, direction):
         """Nothing beyond the leaf change: there is no delay to carry."""

@@ -46,12 +46,26 @@ CONGESTION_CONTROL = "/proc/sys/net/ipv4/tcp_congestion_control"
 # Whether a connection idle for a retransmission timeout starts again from
 # its initial window (RFC 5681, 4.1; the kernel's default is 1).
 SLOW_START_AFTER_IDLE = "net.ipv4.tcp_slow_start_after_idle"
+REFLECT_TOS = "net.ipv4.tcp_reflect_tos"
 TCP_FILES = {"tcp_congestion_control": CONGESTION_CONTROL,
              "tcp_slow_start_after_idle": "/proc/sys/" + SLOW_START_AFTER_IDLE.replace(".", "/")}
 
 
 class NetworkError(RuntimeError):
     """A step of building or changing the network failed."""
+
+
+def run_all(node, commands):
+    for args in commands:
+        run_in(node, args)
+
+
+def wan_leaves(backend, dev, direction, verb="add"):
+    """A WAN egress's leaves: the data's queue (the delay backend's), then
+    the heartbeats', delayed and dropped alike with a small queue of its own."""
+    liveness = replace(direction, queue=shaping.LIVENESS_QUEUE, queue_bdp=0.0)
+    return [backend.leaf(dev, direction, verb, parent=shaping.DATA_CLASS),
+            backend.leaf(dev, liveness, verb, parent=shaping.LIVENESS_CLASS, handle=shaping.LIVENESS_LEAF)]
 
 
 def run_in(node, args, check=True):
@@ -163,15 +177,15 @@ class EmulatedNetwork:
         steps = []
         if new.rate != old.rate:
             steps.append(Step(pair, old, new, {"rate"},
-                              lambda: run_in(node, shaping.htb_change(dev, new.rate)),
-                              lambda: run_in(node, shaping.htb_change(dev, old.rate))))
+                              lambda: run_all(node, shaping.wan_change(dev, new.rate)),
+                              lambda: run_all(node, shaping.wan_change(dev, old.rate))))
         if new != old:
-            # netem carries the delay, jitter and loss in the leaf; a FIFO only the queue.
-            fields = {"queue"} | ({"delay", "jitter", "loss", "up"} if self.backend.name == "netem"
-                                  else set())
+            # netem carries the delay, jitter and loss in the leaves; a FIFO only the queue.
+            netem = self.backend.name == "netem"
+            fields = {"queue"} | ({"delay", "jitter", "loss", "up"} if netem else set())
+            leaves = lambda d: wan_leaves(self.backend, dev, d, "change")[:2 if netem else 1]  # noqa: E731
             steps.append(Step(pair, old, new, fields,
-                              lambda: run_in(node, self.backend.leaf(dev, new, verb="change")),
-                              lambda: run_in(node, self.backend.leaf(dev, old, verb="change"))))
+                              lambda: run_all(node, leaves(new)), lambda: run_all(node, leaves(old))))
         if (new.delay, new.jitter, new.effective_loss) != (old.delay, old.jitter, old.effective_loss):
             steps.append(Step(pair, old, new, {"delay", "jitter", "loss", "up"},
                               lambda: self.backend.set(w, key, new),
@@ -425,6 +439,14 @@ def tcp_settings(spec):
     return [] if restart is None else [f"{SLOW_START_AFTER_IDLE}={int(restart)}"]
 
 
+def reflect_tos():
+    """The sysctl that has every host answer a connection in the TOS its
+    first segment came with, so a heartbeat's acknowledgements share its
+    class on the way back (shaping.py; agents' data is unmarked either
+    way); none on a kernel without it (before 5.10)."""
+    return [f"{REFLECT_TOS}=1"] if os.path.exists("/proc/sys/" + REFLECT_TOS.replace(".", "/")) else []
+
+
 def _configure(emulated):
     net, plan, spec, backend = emulated.net, emulated.plan, emulated.spec, emulated.backend
     if capability.bridge_nf_settings():
@@ -434,7 +456,7 @@ def _configure(emulated):
         for switch in net.switches:
             run_in(switch, ["sysctl", "-q", "-w"] +
                    [f"net.bridge.bridge-nf-call-{t}=0" for t in capability.BRIDGE_NF])
-    tcp = tcp_settings(spec)
+    tcp = tcp_settings(spec) + reflect_tos()
     for host in net.hosts + net.switches:
         run_in(host, ["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1",
                       "net.ipv6.conf.default.disable_ipv6=1"] + (tcp if host in net.hosts else []))
@@ -465,7 +487,7 @@ def _configure(emulated):
             node = net[plan.router(router_dc).node]
             run_in(node, ["ip", "addr", "add", f"{ip}/24", "dev", dev])
             run_in(node, ["ip", "link", "set", dev, "up"])
-            for cmd in shaping.htb_setup(dev, direction.rate) + [backend.leaf(dev, direction)]:
+            for cmd in shaping.wan_setup(dev, direction.rate) + wan_leaves(backend, dev, direction):
                 run_in(node, cmd)
         if w.relay:
             relay = net[w.relay]

@@ -1,12 +1,20 @@
 """The tc commands that shape one egress, in one place.
 
-Every WAN direction is an HTB root with one class (the link's rate) and a
-leaf qdisc: a byte FIFO sized to the direction's queue where a userspace
-delay line adds the delay, or netem (delay, jitter, loss and the queue)
-where the kernel has it.  Live changes use `change` on the same handles, so
-queues and flows survive.  Functions here only build argument lists; the
-caller runs them in the right namespace.
+Every egress is an HTB root with a class at the link's rate (1:1, whose
+counters are the link's) and a leaf qdisc: a byte FIFO sized to the
+direction's queue where a userspace delay line adds the delay, or netem
+(delay, jitter, loss and the queue) where the kernel has it.  A WAN
+egress splits its class in two: the data's (1:2, with that leaf) and the
+agents' heartbeats' (1:3, marked LIVENESS_TOS by the transport), which
+goes first whenever it has a frame and has a small queue of its own, so
+a data queue held full by a saturating flow cannot starve the beats that
+tell live peers from dead ones.  Its leaf delays and drops like the
+data's.  Live changes use `change` on the same handles, so queues and
+flows survive.  Functions here only build argument lists; the caller runs
+them in the right namespace.
 """
+
+from agents.transport.liveness import LIVENESS_TOS
 
 FRAME_BYTES = 1514
 # HTB's burst: enough bytes for about this long at the link's rate, so
@@ -17,6 +25,13 @@ MAX_QUANTUM = 200_000  # tc warns above this
 ROOT = "1:"
 CLASS = "1:1"
 LEAF = "10:"
+DATA_CLASS = "1:2"
+LIVENESS_CLASS = "1:3"
+LIVENESS_LEAF = "20:"
+# The share of a WAN link's rate the heartbeats are guaranteed; being first,
+# they take more when they need it, and the data takes what they leave.
+LIVENESS_SHARE = 0.01
+LIVENESS_QUEUE = 64 * FRAME_BYTES
 
 
 def htb_params(rate):
@@ -26,10 +41,11 @@ def htb_params(rate):
     return burst, quantum
 
 
-def _class_args(rate):
+def _class_args(rate, ceil=None):
     burst, quantum = htb_params(rate)
-    return ["rate", f"{int(rate)}bit", "burst", str(burst), "cburst", str(burst),
-            "quantum", str(quantum)]
+    cburst = htb_params(ceil)[0] if ceil else burst
+    return ["rate", f"{int(rate)}bit"] + (["ceil", f"{int(ceil)}bit"] if ceil else []) + \
+        ["burst", str(burst), "cburst", str(cburst), "quantum", str(quantum)]
 
 
 def htb_setup(dev, rate):
@@ -44,9 +60,35 @@ def htb_change(dev, rate):
     return ["tc", "class", "change", "dev", dev, "parent", ROOT, "classid", CLASS, "htb"] + _class_args(rate)
 
 
-def fifo_leaf(dev, queue, verb="add"):
+def _wan_classes(verb, dev, rate):
+    liveness = max(1.0, rate * LIVENESS_SHARE)
+    return [
+        ["tc", "class", verb, "dev", dev, "parent", ROOT, "classid", CLASS, "htb"] + _class_args(rate),
+        ["tc", "class", verb, "dev", dev, "parent", CLASS, "classid", DATA_CLASS, "htb"]
+        + _class_args(rate - liveness, ceil=rate) + ["prio", "1"],
+        ["tc", "class", verb, "dev", dev, "parent", CLASS, "classid", LIVENESS_CLASS, "htb"]
+        + _class_args(liveness, ceil=rate) + ["prio", "0"],
+    ]
+
+
+def wan_setup(dev, rate):
+    """A WAN egress: the link's class split into the data's (the default)
+    and the heartbeats', which frames marked LIVENESS_TOS (DSCP bits; ECN
+    left out) go to.  Its leaves: wan_leaves."""
+    return [["tc", "qdisc", "replace", "dev", dev, "root", "handle", ROOT, "htb",
+             "default", DATA_CLASS.split(":")[1]]] + _wan_classes("add", dev, rate) + [
+        ["tc", "filter", "add", "dev", dev, "parent", ROOT, "protocol", "ip", "prio", "1", "u32",
+         "match", "ip", "tos", f"{LIVENESS_TOS:#x}", "0xfc", "flowid", LIVENESS_CLASS]]
+
+
+def wan_change(dev, rate):
+    """A WAN egress's classes at a new rate."""
+    return _wan_classes("change", dev, rate)
+
+
+def fifo_leaf(dev, queue, verb="add", parent=CLASS, handle=LEAF):
     """The bottleneck queue: a byte FIFO holding `queue` bytes."""
-    return ["tc", "qdisc", verb, "dev", dev, "parent", CLASS, "handle", LEAF,
+    return ["tc", "qdisc", verb, "dev", dev, "parent", parent, "handle", handle,
             "bfifo", "limit", str(int(queue))]
 
 
@@ -57,8 +99,8 @@ def netem_limit(direction):
     return max(2, int((direction.queue + in_flight) / FRAME_BYTES) + 1)
 
 
-def netem_leaf(dev, direction, verb="add"):
-    args = ["tc", "qdisc", verb, "dev", dev, "parent", CLASS, "handle", LEAF, "netem",
+def netem_leaf(dev, direction, verb="add", parent=CLASS, handle=LEAF):
+    args = ["tc", "qdisc", verb, "dev", dev, "parent", parent, "handle", handle, "netem",
             "limit", str(netem_limit(direction)),
             "delay", f"{round(direction.delay * 1e6)}us"]
     if direction.jitter:

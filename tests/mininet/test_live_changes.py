@@ -140,7 +140,7 @@ def test_a_change_that_fails_half_way_leaves_the_link_as_it_was(tmp_path):
         # change fails after every step east -> west took (rate, queue,
         # delay line) and west -> east's rate.
         node, dev, _, _ = net.egress("west", "east")
-        network.run_in(node, ["tc", "qdisc", "del", "dev", dev, "parent", "1:1", "handle", "10:"])
+        network.run_in(node, ["tc", "qdisc", "del", "dev", dev, "parent", shaping.DATA_CLASS, "handle", shaping.LEAF])
         commands = control.Commands(net, None, Speeds().set, str(tmp_path))
         with pytest.raises(CommandError, match=r"^the link was not changed: .*tc qdisc change"):
             commands.execute("link east west bw 5mbit delay 40ms", "console")
