@@ -16,10 +16,13 @@
 import dataclasses
 import json
 import os
+import re
 import stat
 import time
 
 CONTROL_SOCKET = "control.sock"
+# <time>-<spec name>[-n], as create() names a folder.
+RUN_NAME_RE = re.compile(r"\d{8}-\d{6}-[a-z][a-z0-9-]{0,14}(-\d{1,6})?")
 
 
 class RunFolder:
@@ -95,6 +98,11 @@ def close_killed(path, reason):
         return False
     folder.set_status("killed", reason)
     return True
+
+
+def is_run_name(name):
+    """Whether `name` is one a run folder gets (never `.`, `..` or a path)."""
+    return bool(RUN_NAME_RE.fullmatch(name))
 
 
 def is_run_folder(path):

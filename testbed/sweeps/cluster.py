@@ -23,10 +23,12 @@ import os
 import shutil
 import signal
 import socket
+import stat
 import tarfile
 import tempfile
 import threading
 
+from testbed.records.runfolder import is_run_name
 from testbed.sweeps import sweep
 
 RESOURCE = "testbed"
@@ -190,15 +192,24 @@ def _receive(ray, ref, planned, machine):
 def unpack(data, result, planned):
     """Put a shipped run folder into the setting's folder, as a local run
     would be, and return its path.  It appears whole (a rename), so a sweep
-    never sees half of it."""
+    never sees half of it.  What a machine sends is not trusted: a name
+    that is not a run folder's is refused before anything is unpacked, and
+    tar's "data" filter refuses members that would land outside (absolute
+    paths, `..`, links out), devices and set-user-ID bits."""
     name = result["name"]
+    if not isinstance(name, str) or not is_run_name(name):
+        raise ClusterError(f"a task sent back {name!r}, not a run folder")
     os.makedirs(planned.folder, exist_ok=True)
     incoming = tempfile.mkdtemp(prefix=".incoming-", dir=planned.folder)
     try:
-        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-            tar.extractall(incoming, filter="data")
+        try:
+            with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+                tar.extractall(incoming, filter="data")
+        except (tarfile.TarError, OSError) as e:
+            raise ClusterError(f"a task sent back a run folder that cannot be unpacked safely: "
+                               f"{e}") from None
         src = os.path.join(incoming, name)
-        if os.path.basename(name) != name or not os.path.isdir(src):
+        if not os.path.isdir(src) or os.path.islink(src):
             raise ClusterError(f"a task sent back {name!r}, not a run folder")
         dest, n = os.path.join(planned.folder, name), 1
         while os.path.exists(dest):
@@ -239,9 +250,12 @@ def run_task(planned, source_text, delay_backend, board):
     ray = _ray()
     machine = f"{socket.gethostname()} ({ray.util.get_node_ip_address()})"
     board.start.remote(planned.setting.label, machine)
+    try:
+        root = scratch_root()
+    except ClusterError as e:
+        return {"machine": machine, "error": str(e)}
     remove_leftovers()
-    os.makedirs(SCRATCH_ROOT, mode=0o700, exist_ok=True)
-    scratch = tempfile.mkdtemp(prefix=f"{_own_tag()}-", dir=SCRATCH_ROOT)
+    scratch = tempfile.mkdtemp(prefix=f"{_own_tag()}-", dir=root)
     try:
         with _as_locally():
             here = _localized(planned, source_text, scratch)
@@ -255,6 +269,25 @@ def run_task(planned, source_text, delay_backend, board):
                 "tar": pack(run) if run else None}
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def scratch_root(path=None):
+    """The folder scratch folders go in (SCRATCH_ROOT), made ours alone if
+    missing.  Anyone may make a folder under /var/tmp first, so one that is
+    not a folder of ours that no one else can write to is refused: its
+    owner could swap the topology a task runs or the results it returns."""
+    path = path or SCRATCH_ROOT
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        kind = "a folder" if stat.S_ISDIR(st.st_mode) else "not a folder"
+        raise ClusterError(f"{path} is {kind} owned by uid {st.st_uid} with mode "
+                           f"{stat.S_IMODE(st.st_mode):o}; scratch runs need a folder of this user's "
+                           f"that no one else can write to: remove it")
+    return path
 
 
 def _localized(planned, source_text, scratch):
@@ -328,7 +361,7 @@ def remove_leftovers():
             cmd = runner.get("cmd") or [""]
             if str(cmd[0]).startswith("ray::") and not state.matches(runner):
                 state.remove_run(rid, data)
-    if os.path.isdir(SCRATCH_ROOT):
+    if os.path.isdir(SCRATCH_ROOT) and not os.path.islink(SCRATCH_ROOT):
         for name in os.listdir(SCRATCH_ROOT):
             pid, _, start = name.split("-", 1)[0].partition(".")
             if pid.isdigit() and start.isdigit() and state.start_time(int(pid)) != int(start):

@@ -4,6 +4,7 @@ shipping a run folder back, and refusing a cluster that cannot be used."""
 import io
 import json
 import os
+import stat
 import subprocess
 import sys
 import tarfile
@@ -76,8 +77,78 @@ def test_a_tar_that_is_not_one_run_folder_is_refused(tmp_path):
         tar.addfile(info, io.BytesIO(b""))
     planned = SimpleNamespace(folder=str(tmp_path / "setting"), spec=SimpleNamespace(source="x"))
     with pytest.raises(cluster.ClusterError, match="not a run folder"):
-        cluster.unpack(buf.getvalue(), {"name": "../x", "run": "r", "source": "s"}, planned)
+        cluster.unpack(buf.getvalue(), {"name": "20260101-000000-demo", "run": "r", "source": "s"},
+                       planned)
     assert os.listdir(planned.folder) == []
+
+
+def tar_of(*members):
+    """A gzipped tar of (TarInfo, bytes) members."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for info, data in members:
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def member(name, data=b"x", kind=tarfile.REGTYPE, link=""):
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname = kind, link
+    return info, data
+
+
+@pytest.mark.parametrize("name", [".", "..", "", "../20260101-000000-demo", "/tmp",
+                                  "20260101-000000-demo/..", "20260101-000000-Demo"])
+def test_a_name_that_is_not_a_run_folder_s_is_refused_before_anything_is_unpacked(tmp_path, name):
+    # A sibling run the name `..` would reach: its files must stay as they are.
+    sibling = make_run(str(tmp_path / "there"), "/scratch/topo.yaml")
+    planned = SimpleNamespace(folder=os.path.join(os.path.dirname(sibling), "setting"),
+                              spec=SimpleNamespace(source="/driver/topo.yaml"))
+    data = tar_of(member("x/spec.json", b"{}"))
+    with pytest.raises(cluster.ClusterError, match="not a run folder"):
+        cluster.unpack(data, {"name": name, "run": "/scratch", "source": "/scratch/topo.yaml"}, planned)
+    assert json.loads(read(os.path.join(sibling, "spec.json")))["source"] == "/scratch/topo.yaml"
+    assert not os.path.exists(planned.folder)
+
+
+@pytest.mark.parametrize("bad", [
+    member("20260101-000000-demo/../../escaped", b"out"),
+    member("20260101-000000-demo/link", kind=tarfile.SYMTYPE, link="../../.."),
+])
+def test_a_tar_whose_members_would_land_outside_is_refused_and_leaves_nothing(tmp_path, bad):
+    planned = SimpleNamespace(folder=str(tmp_path / "here" / "setting"), spec=SimpleNamespace(source="s"))
+    members = [member("20260101-000000-demo/status.json", b"{}"), bad]
+    if bad[0].type == tarfile.SYMTYPE:
+        members.append(member("20260101-000000-demo/link/escaped", b"out"))
+    with pytest.raises(cluster.ClusterError, match="cannot be unpacked safely"):
+        cluster.unpack(tar_of(*members), {"name": "20260101-000000-demo", "run": "r", "source": "s"},
+                       planned)
+    assert os.listdir(planned.folder) == []
+    assert not [p for p in (tmp_path / "here", tmp_path) if (p / "escaped").exists()]
+
+
+def test_the_scratch_root_must_be_this_user_s_alone(tmp_path):
+    ours = str(tmp_path / "scratch")
+    assert cluster.scratch_root(ours) == ours and stat.S_IMODE(os.stat(ours).st_mode) == 0o700
+    os.chmod(ours, 0o777)                       # made by someone else first, for everyone
+    with pytest.raises(cluster.ClusterError, match=r"mode 777; scratch runs need a folder"):
+        cluster.scratch_root(ours)
+    os.chmod(ours, 0o700)
+    os.chown(ours, 4242, -1)
+    with pytest.raises(cluster.ClusterError, match="owned by uid 4242"):
+        cluster.scratch_root(ours)
+    link = str(tmp_path / "link")
+    os.symlink(str(tmp_path), link)
+    with pytest.raises(cluster.ClusterError, match="is not a folder"):
+        cluster.scratch_root(link)
+
+
+def test_the_readme_says_the_ray_head_is_unauthenticated_and_what_network_it_needs():
+    with open(os.path.join(ROOT, "README.md")) as f:
+        section = f.read().split("## Sweeps across machines (Ray)")[1].split("\n## ")[0]
+    text = " ".join(section.split())
+    assert "Ray's head is unauthenticated" in text and "private network" in text
 
 
 def test_an_address_nothing_answers_at_is_told_at_once():
