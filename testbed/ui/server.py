@@ -2,9 +2,13 @@
 in a daemon thread with its own event loop, for as long as the run.
 
 Every request must carry the run's random token (`?token=`), the page,
-its data, the stream and the commands alike; anything else gets 403 and
-nothing more.  The page's controls send the console's command lines,
-carried out by the run's one `control.Commands` with the source `ui`.
+its data, the stream and the commands alike, and name this server as its
+Host (and Origin, when it sends one): a page of another site that a DNS
+name points here (DNS rebinding) is refused even with the token.
+Anything else gets 403 and nothing more.  No response tells another site
+the page's address (`Referrer-Policy: no-referrer`): it holds the token.
+The page's controls send the console's command lines, carried out by the
+run's one `control.Commands` with the source `ui`.
 """
 
 import asyncio
@@ -79,6 +83,7 @@ class LiveServer:
     async def _open(self):
         self._closing = asyncio.Event()
         app = web.Application(middlewares=[self._guard], client_max_size=MAX_LINE_BYTES * 2)
+        app.on_response_prepare.append(self._no_referrer)
         app.router.add_get("/", self._page)
         app.router.add_get("/state", self._state_json)
         app.router.add_get("/events", self._events)
@@ -99,11 +104,27 @@ class LiveServer:
 
     # ------------------------------------------------------------ requests
 
+    def own_hosts(self):
+        """The Host values a request to this server may carry."""
+        return {f"{HOST}:{self.port}", f"localhost:{self.port}"}
+
+    def allowed(self, request):
+        """Whether a request has the token and names this server as its Host
+        and, if it says where it comes from, as its Origin."""
+        origin = request.headers.get("Origin")
+        return (token_ok(request.query.get("token"), self.token)
+                and request.headers.get("Host") in self.own_hosts()
+                and (origin is None or origin in {f"http://{h}" for h in self.own_hosts()}))
+
     @web.middleware
     async def _guard(self, request, handler):
-        if not token_ok(request.query.get("token"), self.token):
+        if not self.allowed(request):
             return web.Response(status=403, text="forbidden\n")
         return await handler(request)
+
+    @staticmethod
+    async def _no_referrer(request, response):
+        response.headers["Referrer-Policy"] = "no-referrer"
 
     async def _page(self, request):
         name = self.commands.net.spec.name
