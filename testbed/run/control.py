@@ -129,7 +129,7 @@ class Commands:
             self.net.plan.link(a, b)
         except KeyError:
             raise CommandError(f"there is no WAN link between {a} and {b}") from None
-        path = path if os.path.isabs(path) else os.path.join(self.base_dir, path)
+        path = self.trace_path(path)
         try:
             points = dynamics.read_trace(path)
         except dynamics.TraceError as e:
@@ -144,6 +144,18 @@ class Commands:
         self.engine.add(schedule.actions(until=until), offset=now)
         return f"trace {os.path.basename(path)} on {a}-{b} from now ({len(points)} rows" \
                + (", looped)" if loop else ")")
+
+    def trace_path(self, path):
+        """A trace named at run time, relative to the topology's folder and
+        inside it: the command comes over a socket or the live page, and
+        is read as root, so it names no other file (refused before it is
+        opened; links out of the folder are followed first)."""
+        path = path if os.path.isabs(path) else os.path.join(self.base_dir, path)
+        folder = os.path.realpath(self.base_dir)
+        if os.path.commonpath([os.path.realpath(path), folder]) != folder:
+            raise CommandError(f"trace {path}: traces named while a run goes on are read from "
+                               f"the topology's folder ({folder}) only")
+        return path
 
     def show_links(self):
         return links_text(self.net.current)

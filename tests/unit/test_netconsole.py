@@ -1,4 +1,5 @@
 import json
+import os
 
 import pytest
 
@@ -147,8 +148,11 @@ def test_the_net_console_reads_commands_after_bad_ones_until_exit():
 
 def commands(set_speed=lambda workers, speed, source: None, workload="synthetic", run_dir="."):
     from testbed.run.control import Commands
+    from testbed.emulation.plan import make_plan
     spec = a_spec(workload)
-    net = types.SimpleNamespace(spec=spec, current={("virginia", "tokyo"): spec.wan[0].ab})
+    # What a network is to the commands, without building one: its spec, plan and settings.
+    net = types.SimpleNamespace(spec=spec, plan=make_plan(spec, "a1b2", with_relays=False),
+                                current={("virginia", "tokyo"): spec.wan[0].ab})
     return Commands(net, engine=None, set_speed=set_speed, run_dir=run_dir)
 
 
@@ -206,3 +210,25 @@ def test_the_control_socket_answers_every_bad_command_and_keeps_serving(tmp_path
         assert ok and "virginia -> tokyo" in text
     finally:
         server.stop()
+
+
+def test_a_trace_named_at_run_time_is_read_from_the_topology_s_folder_only(tmp_path):
+    from testbed.run import dynamics as engine_module
+    topo_dir = tmp_path / "topo"
+    topo_dir.mkdir()
+    (topo_dir / "step.csv").write_text("0,5mbit\n1,10mbit\n")
+    (tmp_path / "outside.csv").write_text("0,5mbit\n")
+    os.mkfifo(tmp_path / "fifo")                # opening it would wait for a writer
+    (topo_dir / "link.csv").symlink_to(tmp_path / "outside.csv")
+    engine = engine_module.Engine(link=lambda a: None, speed=lambda a: None).run([], horizon=60)
+    cmds = commands(run_dir=str(tmp_path))
+    cmds.engine, cmds.base_dir = engine, str(topo_dir)
+    try:
+        assert cmds.execute("trace virginia tokyo step.csv", "inject").startswith(
+            "trace step.csv on virginia-tokyo from now (2 rows")
+        for name in ("/etc/shadow", str(tmp_path / "outside.csv"), "../outside.csv", "link.csv",
+                     str(tmp_path / "fifo")):
+            with pytest.raises(CommandError, match=r"read from the topology's folder \(.*/topo\) only"):
+                cmds.execute(f"trace virginia tokyo {name}", "inject")
+    finally:
+        engine.stop()
