@@ -4,7 +4,7 @@ import shutil
 import pytest
 
 from testbed.emulation import measure
-from tests.stalls import stolen_since
+from tests import stalls
 
 
 def _mininet_missing():
@@ -20,28 +20,60 @@ def _mininet_missing():
     return None
 
 
-# A Mininet test measures a real network that shares two cores with
-# everything else on the machine: a second CI process or a busy kernel can
-# hold a ping reply or an iperf3 second long enough to miss a 2% bound.  So
-# a failed Mininet test runs once more before it counts; a broken feature
-# fails both times, and pytest lists every rerun in its summary.
-MININET_RERUNS = 1
-
-
 def pytest_collection_modifyitems(config, items):
     reason = _mininet_missing()
     for item in items:
-        if "mininet" not in item.keywords:
-            continue
-        if reason is not None:
+        if "mininet" in item.keywords and reason is not None:
             item.add_marker(pytest.mark.skip(reason=f"mininet test: {reason}"))
-        elif item.get_closest_marker("flaky") is None:
-            item.add_marker(pytest.mark.flaky(reruns=MININET_RERUNS))
 
 
 @pytest.fixture
 def stolen():
-    """The share of the CPU time the hypervisor took since the test began,
-    as a list of one run's share for tests/stalls.py's judged()."""
+    """The share of the CPU time the hypervisor took since the test began
+    (a Run's `stolen`, tests/stalls.py)."""
     before = measure.cpu_times()
-    return lambda: [stolen_since(before)]
+    return lambda: stalls.stolen_since(before)
+
+
+# Timed checks (tests/stalls.py): each listed as k of n at the end, and a
+# session that skipped more of them for a stolen CPU than the budget fails.
+TIMED = []
+
+
+def _worker(config):
+    """True in a pytest-xdist worker: its reports reach the controller, which lists them."""
+    return hasattr(config, "workerinput")
+
+
+def pytest_runtest_logreport(report):
+    if report.when != "call":
+        return
+    for name, value in report.user_properties:
+        if name == stalls.PROPERTY:
+            TIMED.append((report.nodeid, report.outcome, value))
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not TIMED:
+        return
+    terminalreporter.section("timed checks")
+    for nodeid, outcome, t in TIMED:
+        terminalreporter.write_line(f"{outcome:8} {stalls.describe(t['check'], t)}  [{nodeid}]")
+    terminalreporter.write_line(over_budget() or
+                                f"{len(stalled())} skipped for a stolen CPU; the budget is {stalls.STALL_BUDGET}")
+
+
+def stalled():
+    return [nodeid for nodeid, outcome, t in TIMED if outcome == "skipped" and not t["counted"]]
+
+
+def over_budget():
+    if len(stalled()) > stalls.STALL_BUDGET:
+        return (f"{len(stalled())} timed checks were skipped for a stolen CPU, over the budget of "
+                f"{stalls.STALL_BUDGET}: this machine's results say little about the emulation")
+    return None
+
+
+def pytest_sessionfinish(session):
+    if not _worker(session.config) and over_budget() and session.exitstatus == 0:
+        session.exitstatus = 1

@@ -58,3 +58,10 @@ class Dataset(abc.ABC):
     def load(self, data_dir):
         """(x_train, y_train, x_test, y_test): float32 inputs shaped (N, C,
         H, W) and int64 labels from 0, as numpy arrays."""
+
+    def check(self, data_dir):
+        """Why `data_dir` (an existing folder, for a NEEDS_DIR dataset) would
+        not load, in one sentence, or None.  Called when topo.yaml is
+        validated, so it only looks for files and reads none.  Default:
+        None (the run finds out)."""
+        return None

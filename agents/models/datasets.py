@@ -90,6 +90,16 @@ class MNIST(Dataset):
     NAME = "mnist"
     DESCRIPTION = "MNIST's idx files (gzipped or not) from data_dir"
     NEEDS_DIR = True
+    FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+             "t10k-labels-idx1-ubyte")
+
+    def check(self, data_dir):
+        missing = [stem for stem in self.FILES
+                   if not any(os.path.isfile(os.path.join(data_dir, stem + s)) for s in ("", ".gz"))]
+        if missing:
+            return (f"{data_dir} holds no MNIST {', '.join(missing)} (nor .gz): put MNIST's four "
+                    "idx files there (nothing is downloaded)")
+        return None
 
     def load(self, data_dir):
         data_dir = _folder(self.NAME, data_dir)
@@ -114,6 +124,13 @@ class CIFAR10(Dataset):
     NAME = "cifar10"
     DESCRIPTION = "CIFAR-10's python batches from data_dir"
     NEEDS_DIR = True
+
+    def check(self, data_dir):
+        has = set(os.listdir(data_dir))
+        if "test_batch" not in has or not has & {f"data_batch_{i}" for i in range(1, 6)}:
+            return (f"{data_dir} holds no CIFAR-10 test_batch and data_batch_* files: put the python "
+                    "batches there (nothing is downloaded)")
+        return None
 
     def load(self, data_dir):
         data_dir = _folder(self.NAME, data_dir)

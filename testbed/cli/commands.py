@@ -16,6 +16,7 @@ from rich.console import Console
 from testbed import spec as specmod
 from testbed.cli import tables
 from testbed.emulation.capability import DELAY_BACKENDS, CapabilityError
+from testbed.spec.units import UnitError, parse_size, plural
 
 # Not a terminal (a pipe, a log file): wide enough that tables do not wrap.
 out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
@@ -65,8 +66,9 @@ def validate(file, picture):
         problem = draw.check_target(picture)
         if problem:
             fail(problem)
-    dcs = ", ".join(f"{d.name} ({d.servers} servers, {d.workers} workers)" for d in spec.datacenters)
-    out.print(f"[bold]{spec.name}[/]: {len(spec.datacenters)} data centers: {dcs}")
+    dcs = ", ".join(f"{d.name} ({plural(d.servers, 'server')}, {plural(d.workers, 'worker')})"
+                    for d in spec.datacenters)
+    out.print(f"[bold]{spec.name}[/]: {plural(len(spec.datacenters), 'data center')}: {dcs}")
     out.print(tables.links_table(spec, "WAN links"))
     exp = spec.experiment
     if exp:
@@ -76,11 +78,12 @@ def validate(file, picture):
     search = spec.search
     if search:
         plan = search.params
-        out.print(f"search: {plan.tasks} tasks x {plan.configs} configurations, eta {plan.eta}, "
-                  f"{plan.workers} workers per job on {len(search.machines)} hosts of {search.dc}, "
+        out.print(f"search: {plural(plan.tasks, 'task')} x {plural(plan.configs, 'configuration')}, "
+                  f"eta {plan.eta}, {plural(plan.workers, 'worker')} per job on "
+                  f"{plural(len(search.machines), 'host')} of {search.dc}, "
                   f"coflows scheduled by {search.policy}")
     if spec.dynamics:
-        out.print(f"dynamics: {len(spec.dynamics)} scheduled changes")
+        out.print(f"dynamics: {plural(len(spec.dynamics), 'scheduled change')}")
     out.print(f"{file}: valid")
     if picture:
         out.print(f"drawn: {draw.draw(spec, picture)}")
@@ -445,7 +448,8 @@ def reproduce(recipe_id, quick, list_recipes, out_dir, delay_backend, runs_root,
 
 @click.command()
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--model-bytes", "model_bytes", metavar="N", help="bytes each DC contributes per sync")
+@click.option("--model-bytes", "model_bytes", metavar="SIZE",
+              help="what each DC contributes per sync: bytes, or a size as topo.yaml writes it (44mb, 1mib)")
 @click.option("--json", "as_json", is_flag=True, help="print {t_cut, t_lb, t_opt} as JSON")
 def bound(file, model_bytes, as_json):
     """One synchronization's cut bound, partial-sum lower bound and best tree packing."""
@@ -455,13 +459,17 @@ def bound(file, model_bytes, as_json):
     from testbed import bounds
 
     if model_bytes is None:
-        fail("testbed bound needs --model-bytes N, the bytes each DC contributes per sync")
+        fail("testbed bound needs --model-bytes SIZE, what each DC contributes per sync")
     try:
         size = float(model_bytes)
     except ValueError:
-        size = math.nan
+        try:
+            size = float(parse_size(model_bytes))     # topo.yaml's sizes
+        except UnitError:
+            size = math.nan
     if not (math.isfinite(size) and size > 0):
-        fail(f"--model-bytes needs a positive number of bytes, not {model_bytes!r}")
+        fail(f"--model-bytes needs a size above zero like 44mb or 44mib (units b, kb, mb, gb, kib, "
+             f"mib, gib) or a number of bytes, not {model_bytes!r}")
     wan = bounds.wan_of(load_spec(file))
     if not wan.reachable():
         fail(f"{file}: the WAN does not join every data center with workers")
@@ -543,8 +551,8 @@ def clean(include_running):
         fail("testbed clean needs root: run it with sudo", EXIT_CANNOT)
     report, skipped = state.clean(include_running)
     for rid, removed in report.items():
-        out.print(f"run {rid}: stopped {removed['processes']} processes, removed "
-                  f"{len(removed['links'])} links"
+        out.print(f"run {rid}: stopped {plural(removed['processes'], 'process')}, removed "
+                  f"{plural(len(removed['links']), 'link')}"
                   + (f"; {removed['run_dir']} marked killed" if removed.get("killed") else ""))
     for rid in sorted(skipped):
         out.print(f"run {rid}: still running; left alone (use --all to remove it)")

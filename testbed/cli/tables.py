@@ -5,7 +5,7 @@ checks, the selftest's measurements and the bounds of one synchronization."""
 from rich.table import Table
 
 from testbed.records import cpu
-from testbed.spec.units import format_rate, format_time
+from testbed.spec.units import format_rate, format_time, plural
 
 
 def links_table(spec, title):
@@ -96,7 +96,8 @@ def search_table(summary, title):
     for label, value in (
             ("status", status_line(summary)),
             ("why", summary.get("reason") or ""),
-            ("search", f"policy {s['policy']}, {s['stages']} stages, {s['coflows']} coflows"),
+            ("search", f"policy {s['policy']}, {plural(s['stages'], 'stage')}, "
+                       f"{plural(s['coflows'], 'coflow')}"),
             ("wall time", _fmt(summary["wall_time"], "s")),
             ("average SCT", f"{_fmt(s['avg_sct'], 's')}, "
                             f"{_fmt(s.get('avg_sct_over_bound'), 'frac')} x the lower bound "
@@ -127,7 +128,7 @@ def summary_table(summary, title):
             ("status", status_line(summary)),
             ("why", summary["reason"].splitlines()[0] if summary.get("reason") else "-"),
             ("system", f"sync {summary['sync']}, overlay {summary['overlay']}, "
-                       f"{summary['workload']} {summary['model']}, {summary['workers']} workers"),
+                       f"{summary['workload']} {summary['model']}, {plural(summary['workers'], 'worker')}"),
             ("iterations", _fmt(summary["iterations"], "int") if summary["iterations"]
              else "none finished"),
             ("wall time", _fmt(summary["wall_time"], "s")),

@@ -60,6 +60,10 @@
  * out: {"op": "set", "dir": "ab", "delay": 0.04, "jitter": 0, "loss": 0.01}
  * and {"op": "stats"}, answered with the keys relay.py uses.  cpu_s is the
  * whole process's CPU time, shared by all its links ("links" says how many).
+ * A request is relay.py's: a flat JSON object of strings and numbers, each
+ * key once, read whole within REQUEST_DEADLINE (nothing forwards while one
+ * is read, so a client that trickles bytes holds every link up that long
+ * at most).
  *
  * SIGTERM and SIGINT end it cleanly and remove the control sockets.
  */
@@ -69,6 +73,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <net/if.h>
+#include <poll.h>
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
 #include <sched.h>
@@ -107,6 +112,7 @@ static uint64_t wakeups;                 /* returns from the wait, for the stats
 #define TX_BLOCKS 16                     /* 1 MiB, 512 frames in flight */
 #define SNDBUF (4 << 20)
 #define CTL_LINE 4096
+#define REQUEST_DEADLINE 0.25            /* seconds a whole request may take to arrive */
 #define MAX_LINKS 256
 
 static void die(const char *fmt, ...);
@@ -466,6 +472,37 @@ static const char *parse_string(const char *p, char *out, size_t size, char *err
     return p + 1;
 }
 
+/* Where the JSON number starting at p ends (-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?),
+ * or NULL if none starts there. */
+static const char *json_number_end(const char *p)
+{
+    if (*p == '-')
+        p++;
+    if (*p == '0')
+        p++;
+    else if (*p >= '1' && *p <= '9')
+        while (isdigit((unsigned char)*p))
+            p++;
+    else
+        return NULL;
+    if (*p == '.') {
+        if (!isdigit((unsigned char)*++p))
+            return NULL;
+        while (isdigit((unsigned char)*p))
+            p++;
+    }
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-')
+            p++;
+        if (!isdigit((unsigned char)*p))
+            return NULL;
+        while (isdigit((unsigned char)*p))
+            p++;
+    }
+    return p;
+}
+
 static int parse_request(const char *line, struct request *req, char *err)
 {
     const char *p = skip_ws(line);
@@ -500,15 +537,20 @@ static int parse_request(const char *line, struct request *req, char *err)
             if (!(p = parse_string(p, kv->value, sizeof kv->value, err)))
                 return -1;
         } else {
-            size_t n = 0;
-            while (*p && (isalnum((unsigned char)*p) || strchr("+-.", *p)) && n + 1 < sizeof kv->value)
-                kv->value[n++] = *p++;
-            kv->value[n] = 0;
-            if (n == 0) {
+            const char *end = json_number_end(p);
+            if (!end || (size_t)(end - p) + 1 > sizeof kv->value) {
                 snprintf(err, 128, "expected a string or a number as a value");
                 return -1;
             }
+            memcpy(kv->value, p, end - p);
+            kv->value[end - p] = 0;
+            p = end;
         }
+        for (int i = 0; i < req->n; i++)
+            if (strcmp(req->kv[i].key, kv->key) == 0) {
+                snprintf(err, 128, "a key given twice");
+                return -1;
+            }
         req->n++;
         p = skip_ws(p);
         if (*p == ',') {
@@ -604,7 +646,7 @@ static void answer_set(const struct request *req, struct link *k, struct line *l
             continue;
         char *end, msg[160];
         double v = strtod(kv->value, &end);
-        if (*end || end == kv->value || !isfinite(v)) {
+        if (kv->is_string || *end || end == kv->value || !isfinite(v)) {
             snprintf(msg, sizeof msg, "%s is not a number: %s", keys[i], kv->value);
             put_error(l, msg);
             return;
@@ -664,16 +706,26 @@ static void answer_line(const char *text, struct link *k, struct line *l)
     }
 }
 
-/* Serve one connection: one line in (within a second, as relay.py waits),
- * one line out. */
+/* Serve one connection: one line in (whole within REQUEST_DEADLINE, as
+ * relay.py reads it), one line out. */
 static void answer(int conn, struct link *k)
 {
-    struct timeval tv = {1, 0};
-    setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    struct timeval tv = {0, (long)(REQUEST_DEADLINE * 1e6)};
     setsockopt(conn, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     char text[CTL_LINE];
     size_t n = 0;
+    int late = 0;
+    double until = clock_s(CLOCK_MONOTONIC) + REQUEST_DEADLINE;
     while (n + 1 < sizeof text && !memchr(text, '\n', n)) {
+        double left = until - clock_s(CLOCK_MONOTONIC);
+        struct pollfd pfd = {.fd = conn, .events = POLLIN};
+        int ready = left > 0 ? poll(&pfd, 1, (int)ceil(left * 1000)) : 0;
+        if (ready < 0 && errno == EINTR)
+            continue;
+        if (ready <= 0) {
+            late = ready == 0;
+            break;
+        }
         ssize_t r = read(conn, text + n, sizeof text - 1 - n);
         if (r < 0 && errno == EINTR)
             continue;
@@ -682,14 +734,20 @@ static void answer(int conn, struct link *k)
         n += r;
     }
     text[n] = 0;
-    char *nl = strchr(text, '\n');
+    char *nl = memchr(text, '\n', n);
     if (nl)
         *nl = 0;
     struct line l = {.n = 0};
-    if (n == 0)
+    if (late) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "the request did not arrive whole within %gs", REQUEST_DEADLINE);
+        put_error(&l, msg);
+    } else if (n == 0 || (nl == text))
         put_error(&l, "no request");
     else if (!nl && n + 1 >= sizeof text)
         put_error(&l, "request too long");
+    else if (strlen(text) != (size_t)(nl ? nl - text : (long)n))
+        put_error(&l, "bad JSON: a NUL byte in the request");
     else
         answer_line(text, k, &l);
     put(&l, "\n");

@@ -22,7 +22,11 @@ spacing of the frames it holds (shorter than the delay).
 
 Live changes and counters go through a Unix stream socket: one JSON line in,
 one JSON line out, e.g. ``{"op": "set", "dir": "ab", "delay": 0.04}`` or
-``{"op": "stats"}``.
+``{"op": "stats"}``.  A request is a flat JSON object of strings and
+numbers (each key once, numbers finite), at most MAX_REQUEST bytes, and
+must arrive whole within REQUEST_DEADLINE: the line forwards nothing while
+it reads one, so a client that trickles bytes holds it up that long at
+most.  The compiled delay line reads the same requests the same way.
 
 This module runs as its own process and imports nothing from the testbed,
 so it starts fast and never pulls Mininet into the namespace.
@@ -60,6 +64,8 @@ TIMER_SLACK_NS = 5000
 MAX_FRAME = 65536
 SO_TIMESTAMPNS = 35
 ANC_SPACE = 64
+REQUEST_DEADLINE = 0.25
+MAX_REQUEST = 4095        # bytes of a request line, as the compiled line's buffer holds
 
 
 class Direction:
@@ -170,32 +176,96 @@ def arrival_wall(anc, default):
     return default
 
 
+class BadRequest(ValueError):
+    pass
+
+
+def read_request(conn, deadline=REQUEST_DEADLINE):
+    """The request line a client sends: bytes up to the first newline (or
+    to the end of what it sent), read within `deadline` seconds in all."""
+    data = b""
+    until = time.monotonic() + deadline
+    while b"\n" not in data:
+        left = until - time.monotonic()
+        if left <= 0:
+            raise BadRequest(f"the request did not arrive whole within {deadline:g}s")
+        conn.settimeout(left)
+        try:
+            chunk = conn.recv(MAX_REQUEST + 1 - len(data))
+        except TimeoutError:
+            raise BadRequest(f"the request did not arrive whole within {deadline:g}s") from None
+        if not chunk:
+            break
+        data += chunk
+        if len(data) > MAX_REQUEST and b"\n" not in data[:MAX_REQUEST]:
+            raise BadRequest("request too long")
+    line = data.split(b"\n", 1)[0]
+    if not line:
+        raise BadRequest("no request")
+    return line
+
+
+def _unique_keys(pairs):
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise BadRequest("bad JSON: a key given twice")
+    return dict(pairs)
+
+
+def _no_constant(name):
+    raise BadRequest(f"bad JSON: {name} is not a number")
+
+
+def parse_request(line):
+    """A request line -> its flat mapping of strings and numbers."""
+    try:
+        req = json.loads(line, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as e:
+        raise BadRequest(e if isinstance(e, BadRequest) else f"bad JSON: {e}") from None
+    if not isinstance(req, dict):
+        raise BadRequest("bad JSON: not a JSON object")
+    for value in req.values():
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+            raise BadRequest("bad JSON: expected a string or a number as a value")
+    return req
+
+
+def number(req, key):
+    """A knob's new value: a finite number at least zero (a loss at most one)."""
+    value = req[key]
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+        raise BadRequest(f"{key} is not a number: {value!r}")
+    if value < 0 or (key == "loss" and value > 1):
+        raise BadRequest(f"{key} out of range: {value:g}")
+    return float(value)
+
+
+def reply_to(req, directions):
+    op = req.get("op")
+    if op == "set":
+        d = directions.get(req.get("dir")) if isinstance(req.get("dir"), str) else None
+        if d is None:
+            raise BadRequest(f"unknown dir {req.get('dir')!r}; use ab or ba")
+        values = {key: number(req, key) for key in ("delay", "jitter", "loss") if key in req}
+        for key, value in values.items():     # every value checked before any is applied
+            setattr(d, key, value)
+        return {"ok": True, "settings": d.settings()}
+    if op == "stats":
+        return {"ok": True, "pid": os.getpid(), "cpu_s": sum(os.times()[:2]),
+                "dirs": {n: dict(d.settings(), **d.stats()) for n, d in directions.items()}}
+    raise BadRequest(f"unknown op {op!r}")
+
+
 def answer(conn, directions):
     """Serve one control request on an accepted connection."""
-    conn.settimeout(1.0)
     try:
-        line = conn.makefile("rb").readline()
-        req = json.loads(line)
-        op = req.get("op")
-        if op == "set":
-            d = directions[req["dir"]]
-            for key in ("delay", "jitter", "loss"):
-                if key in req:
-                    value = float(req[key])
-                    if value < 0 or (key == "loss" and value > 1):
-                        raise ValueError(f"{key} out of range: {value}")
-                    setattr(d, key, value)
-            reply = {"ok": True, "settings": d.settings()}
-        elif op == "stats":
-            reply = {"ok": True, "pid": os.getpid(),
-                     "cpu_s": sum(os.times()[:2]),
-                     "dirs": {n: dict(d.settings(), **d.stats())
-                              for n, d in directions.items()}}
-        else:
-            reply = {"ok": False, "error": f"unknown op {op!r}"}
-    except (ValueError, KeyError, TypeError, OSError) as e:
+        reply = reply_to(parse_request(read_request(conn)), directions)
+    except BadRequest as e:
         reply = {"ok": False, "error": str(e)}
+    except OSError as e:
+        reply = {"ok": False, "error": f"reading the request: {e}"}
     try:
+        conn.settimeout(REQUEST_DEADLINE)
         conn.sendall((json.dumps(reply) + "\n").encode())
     except OSError:
         pass

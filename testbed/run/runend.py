@@ -4,6 +4,8 @@ and what the agents logged; this decides what to call it."""
 
 from dataclasses import dataclass
 
+from testbed.spec.units import plural
+
 # What the runner saw end the run.
 WORKERS_FINISHED = "workers-finished"   # every worker left its loop and exited 0
 TIME = "time"                           # the experiment's time limit passed
@@ -53,11 +55,11 @@ def conclude(seen, detail="", accuracies=(), target=None, iterations=0, max_iter
         # evaluation announced) or after their last iteration.
         if reached:
             return RunEnd("completed", TARGET, True,
-                          f"the workers stopped at the target accuracy after {iterations} iterations"
+                          f"the workers stopped at the target accuracy after {plural(iterations, 'iteration')}"
                           + clause)
         if max_iterations is not None and iterations >= max_iterations:
             return RunEnd("completed", ITERATIONS, reached,
-                          f"the workers ran all {max_iterations} iterations" + clause)
+                          f"the workers ran all {plural(max_iterations, 'iteration')}" + clause)
         return RunEnd("failed", AGENT_FAILURE, reached,
                       f"the workers stopped after {iterations} of {max_iterations} iterations "
                       f"with neither stop reached" + clause)
@@ -69,7 +71,7 @@ def conclude(seen, detail="", accuracies=(), target=None, iterations=0, max_iter
                           f"the time limit{limit} ended the run before any iteration finished"
                           + clause)
         return RunEnd("completed", TIME, reached,
-                      f"the time limit{limit} ended the run after {iterations} iterations" + clause)
+                      f"the time limit{limit} ended the run after {plural(iterations, 'iteration')}" + clause)
     if seen in (AGENT_FAILURE, EMULATION_FAILURE, INTERRUPTED, ERROR):
         return RunEnd("failed", seen, reached, detail or seen)
     raise ValueError(f"unknown end of a run: {seen!r}")

@@ -31,6 +31,7 @@ from testbed.emulation.shield import signals_deferred
 from testbed.records.runfolder import RunFolder
 from testbed.run import control, dynamics, runend, search
 from testbed.run.linksampler import LinkSampler
+from testbed.spec.units import plural
 
 log = logging.getLogger(__name__)
 AGENT_PORT = 7000
@@ -308,7 +309,7 @@ class Progress:
         self._shown_at = elapsed
         parts = [f"{elapsed:6.1f}s", f"iter {self.iteration}, {self.moved / 1e6:.1f} MB moved"
                  if not (self.coflows or self.stages)
-                 else f"{self.stages} stages, {self.coflows} coflows done"]
+                 else f"{plural(self.stages, 'stage')}, {plural(self.coflows, 'coflow')} done"]
         if self.loss is not None:
             parts.append(f"loss {self.loss:.3f}")
         if self.accuracy is not None:

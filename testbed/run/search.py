@@ -8,6 +8,7 @@ import dataclasses
 from agents.config import AgentConfig, Peer, SearchSection, Transport
 from agents.planning.wan import GOODPUT_SHARE
 from testbed.run import runend
+from testbed.spec.units import plural
 
 # What ends a search: its scheduler ran every stage and told the machines.
 FINISHED = "search-finished"
@@ -52,5 +53,5 @@ def conclude(seen, detail, events, max_time=None):
             return runend.RunEnd("failed", runend.TIME, None,
                                  f"the time limit{limit} ended the search before any coflow finished")
         return runend.RunEnd("completed", runend.TIME, None,
-                             f"the time limit{limit} ended the search after {coflows} coflows")
+                             f"the time limit{limit} ended the search after {plural(coflows, 'coflow')}")
     return runend.conclude(seen, detail)

@@ -145,6 +145,9 @@ def parse(raw, datacenters, base_dir=None):
         if dataset_cls.NEEDS_DIR and not os.path.isdir(data_dir):
             raise SpecError(p("data_dir"), f"{shown(data_dir)} is not a folder (nothing is downloaded: "
                                            f"put the {dataset} files there)")
+        problem = dataset_cls(dataset_options).check(data_dir) if dataset_cls.NEEDS_DIR else None
+        if problem:
+            raise SpecError(p("data_dir"), problem)
     partition = check.word(raw.get("partition", "iid"), p("partition"), ["iid", "noniid"], "partition")
 
     with_servers = [d.name for d in datacenters if d.servers > 0]

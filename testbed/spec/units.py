@@ -73,6 +73,11 @@ def parse_fraction(text):
     return value
 
 
+def plural(n, word):
+    """'1 server', '2 servers': a count as printed."""
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
 def format_rate(bps):
     for unit, scale in (("gbit", 1e9), ("mbit", 1e6), ("kbit", 1e3)):
         if bps >= scale:

@@ -5,7 +5,7 @@ rate and delay."""
 import math
 import os
 
-from testbed.spec.units import format_rate, format_time
+from testbed.spec.units import format_rate, format_time, plural
 from testbed.ui.layout import positions
 
 FORMATS = (".png", ".svg", ".pdf")
@@ -30,10 +30,6 @@ def label(direction):
     if direction.loss:
         text += f", {direction.loss * 100:g}% loss"
     return text
-
-
-def plural(n, word):
-    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 def draw(spec, path):

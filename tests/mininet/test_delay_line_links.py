@@ -10,7 +10,7 @@ import pytest
 from testbed.emulation import measure, network
 from testbed.emulation.delay import CompiledRelayDelay
 from tests.mininet.helpers import spec_of
-from tests.stalls import judged
+from tests.stalls import Run, judge
 
 pytestmark = pytest.mark.mininet
 
@@ -25,7 +25,7 @@ wan:
 """
 
 
-def test_each_compiled_process_delays_each_of_its_links_by_its_own_settings(stolen):
+def test_each_compiled_process_delays_each_of_its_links_by_its_own_settings(stolen, request):
     with network.build(spec_of(TRIANGLE), delay_backend="crelay") as net:
         stats = net.backend.stats()
         assert len(stats) == 3
@@ -53,7 +53,7 @@ def test_each_compiled_process_delays_each_of_its_links_by_its_own_settings(stol
         after = net.backend.stats()
         assert [after[i]["dirs"]["ab"]["delay"] for i in range(3)] == [0.005, 0.030, 0.015]
         assert all(after[i]["dirs"][k]["frames"] > 0 for i in range(3) for k in ("ab", "ba"))
-    judged(not off, stolen(), off)
+    judge(request, "each link's RTT is its own delay", [Run(not off, stolen(), off)])
 
 
 @pytest.mark.parametrize("argv, says", [

@@ -2,7 +2,9 @@
 (crelay), deliver what a WAN link configures and answer the same control
 protocol: delay, seeded loss, live changes, counters, refusals."""
 
+import contextlib
 import json
+import math
 import os
 import re
 import socket
@@ -13,6 +15,8 @@ import textwrap
 import time
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from testbed.emulation import measure, network
 from testbed.emulation.delay import CompiledRelayDelay, RelayDelay
@@ -166,15 +170,15 @@ def test_the_counters_count_every_forwarded_frame_and_byte_per_direction(backend
 
 # ---- the control protocol, on a delay line between a veth pair of its own
 
-@pytest.fixture(params=BACKENDS)
-def lone_delay_line(request):
+@contextlib.contextmanager
+def lone_line(backend):
     """A delay line in a fresh network namespace (gone with the process),
-    between the two ends of a veth pair; yields its control socket path."""
-    if request.param == "crelay" and not os.access(CompiledRelayDelay().command()[0], os.X_OK):
+    between the two ends of a veth pair: (its control socket path, its process)."""
+    if backend == "crelay" and not os.access(CompiledRelayDelay().command()[0], os.X_OK):
         pytest.fail("the compiled delay line is not built: run scripts/install.sh")
     folder = tempfile.mkdtemp(prefix="delayline-")
     sock = os.path.join(folder, "control.sock")
-    argv = PROGRAMS[request.param]().command() + [
+    argv = PROGRAMS[backend]().command() + [
         "--a", "va", "--b", "vb", "--control", sock, "--seed", "7", "--ab-delay", "0.01",
         "--ba-loss", "0.5"]
     # No IPv6 on the pair: its neighbour discovery would put frames through
@@ -199,6 +203,12 @@ def lone_delay_line(request):
         if os.path.exists(sock):
             os.unlink(sock)
         os.rmdir(folder)
+
+
+@pytest.fixture(params=BACKENDS)
+def lone_delay_line(request):
+    with lone_line(request.param) as line:
+        yield line
 
 
 def ask(sock, text):
@@ -262,3 +272,118 @@ def test_the_compiled_delay_line_refuses_a_bad_option_with_exit_2():
     assert not os.path.exists("/tmp/no.sock")
     r = subprocess.run([program, "--b", "y"], capture_output=True, text=True, check=False)
     assert r.returncode == 2 and "required" in r.stderr
+
+
+def test_a_client_that_trickles_its_request_holds_the_line_up_a_quarter_second_at_most(lone_delay_line):
+    sock, proc = lone_delay_line
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(sock)
+    s.settimeout(0.1)
+    started, reply = time.monotonic(), b""
+    try:
+        # A byte every 0.1 s for 3 s: each read gets one, but the request never ends.
+        for byte in b'{"op": "stats", "padding": "xxxxxxxxxxxxxxxx"}'[:30]:
+            try:
+                s.sendall(bytes([byte]))
+            except OSError:
+                break                     # the line closed the connection
+            try:
+                reply += s.recv(4096)
+            except socket.timeout:
+                continue
+            if reply.endswith(b"\n") or not reply:
+                break
+        answered = time.monotonic() - started
+    finally:
+        s.close()
+    assert json.loads(reply) == {"ok": False, "error": "the request did not arrive whole within 0.25s"}
+    assert answered < 1.0, answered       # not when the client gave up, 3 s on
+    assert ask(sock, '{"op": "stats"}')["ok"] and proc.poll() is None
+
+
+# ---- fuzzing both control parsers, against the real programs
+
+def exchange(sock, data):
+    """Send raw bytes as one client does and end its side; the reply bytes."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(5)
+    s.connect(sock)
+    try:
+        s.sendall(data)
+        s.shutdown(socket.SHUT_WR)
+        chunks = []
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+    except OSError:
+        return b"".join(chunks) if "chunks" in locals() else b""
+    finally:
+        s.close()
+
+
+def settings_of(sock):
+    return {k: {knob: d[knob] for knob in ("delay", "jitter", "loss")}
+            for k, d in ask(sock, '{"op": "stats"}')["dirs"].items()}
+
+
+def valid(settings):
+    return all(math.isfinite(v) and v >= 0 for d in settings.values() for v in d.values()) and \
+        all(d["loss"] <= 1 for d in settings.values())
+
+
+NUMBERS = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-10, 10 ** 30),
+                    st.sampled_from(["0x10", "1e400", "-0", "01", ".5", "5.", "1e", "true", "null",
+                                     "NaN", "Infinity", "-Infinity", "0.25", "1", "2"]))
+VALUES = st.one_of(NUMBERS.map(lambda v: v if isinstance(v, str) else json.dumps(v)),
+                   st.text(max_size=8).map(json.dumps), st.just("{}"), st.just("[1]"))
+KEYS = st.sampled_from(["op", "dir", "delay", "jitter", "loss", "x", "op"])
+OPS = st.sampled_from(['"set"', '"stats"', '"reboot"', "1", '"set"'])
+DIRS = st.sampled_from(['"ab"', '"ba"', '"xy"', "1", '"ab"'])
+
+
+@st.composite
+def requests(draw):
+    """Request lines near the protocol: its keys with odd values, given twice or left out."""
+    items = [("op", draw(OPS))]
+    if draw(st.booleans()):
+        items.append(("dir", draw(DIRS)))
+    items += draw(st.lists(st.tuples(KEYS, VALUES), max_size=4))
+    order = draw(st.permutations(items))
+    return ("{" + ", ".join(f'"{k}": {v}' for k, v in order) + "}").encode() + b"\n"
+
+
+@pytest.fixture(scope="module")
+def both_lines():
+    with lone_line("relay") as relay, lone_line("crelay") as crelay:
+        yield {"relay": relay, "crelay": crelay}
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(line=requests())
+def test_both_parsers_agree_on_every_request_near_the_protocol(both_lines, line):
+    outcome = {}
+    for name, (sock, proc) in both_lines.items():
+        for reset in ('{"op": "set", "dir": "ab", "delay": 0.01, "jitter": 0, "loss": 0}',
+                      '{"op": "set", "dir": "ba", "delay": 0, "jitter": 0, "loss": 0.5}'):
+            assert ask(sock, reset)["ok"]
+        reply = exchange(sock, line)
+        assert reply.endswith(b"\n") and reply.count(b"\n") == 1, (name, line, reply)
+        answer = json.loads(reply)
+        assert answer["ok"] in (True, False) and proc.poll() is None, (name, line, answer)
+        outcome[name] = (answer["ok"], settings_of(sock))
+        assert valid(outcome[name][1]), (name, line, outcome[name])
+    assert outcome["relay"] == outcome["crelay"], line
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.one_of(st.binary(max_size=300), st.binary(min_size=4000, max_size=9000),
+                      requests().map(lambda r: r[:-1]),
+                      st.tuples(requests(), st.binary(max_size=50)).map(lambda t: t[0] + t[1])))
+def test_any_bytes_get_one_json_line_and_leave_the_line_forwarding_with_valid_settings(both_lines, data):
+    for name, (sock, proc) in both_lines.items():
+        reply = exchange(sock, data)
+        assert reply.endswith(b"\n") and reply.count(b"\n") == 1, (name, data, reply)
+        assert json.loads(reply)["ok"] in (True, False), (name, data, reply)
+        assert proc.poll() is None and valid(settings_of(sock)), (name, data)

@@ -13,7 +13,7 @@ import pytest
 
 from agents.events import read_events
 from tests.mininet.helpers import ROOT, cli_argv
-from tests.stalls import judged
+from tests.stalls import Run, judge
 
 pytestmark = pytest.mark.mininet
 QUICKSTART = open(os.path.join(ROOT, "topologies", "quickstart.yaml")).read()
@@ -50,7 +50,7 @@ def run_with_one_change(tmp_path, path):
     return run, change
 
 
-def test_the_probe_follows_a_step_from_20_to_5_mbit(tmp_path, stolen):
+def test_the_probe_follows_a_step_from_20_to_5_mbit(tmp_path, stolen, request):
     period = 2.5
     # The quickstart runs its probes every 2.5 s.
     path = topo(tmp_path, "stop: {iterations: 100000, time: 34s}", "",
@@ -71,10 +71,11 @@ def test_the_probe_follows_a_step_from_20_to_5_mbit(tmp_path, stolen):
                 and all(abs(a / 5e6 - 1) <= 0.15 for a in after)
                 and follow is not None and follow <= 3 * period):
             off[(src, dst)] = (before, after, follow)
-    judged(not off, stolen(), off)
+    judge(request, "the probe's estimates are within 15% of 20 then 5 Mbit/s, following within 3 periods",
+          [Run(not off, stolen(), off)])
 
 
-def test_the_probe_follows_a_drop_on_a_link_the_training_keeps_full(tmp_path, stolen):
+def test_the_probe_follows_a_drop_on_a_link_the_training_keeps_full(tmp_path, stolen, request):
     # A 10 MB model pushed by tokyo's two workers keeps tokyo -> virginia
     # full, so after its drop to 2 Mbit/s most trains meet a full queue and
     # cannot be timed: the estimate has to come from what the link carried.
@@ -99,7 +100,8 @@ def test_the_probe_follows_a_drop_on_a_link_the_training_keeps_full(tmp_path, st
     after = [e["bw"] for e in ests if e["wall"] >= change["wall"] + 8 * period]
     assert lost, "no train met a full queue: the link was not kept full"
     assert len(after) >= 3, after
-    judged(all(abs(a / 2e6 - 1) <= 0.15 for a in after), stolen(), after)
+    judge(request, "the probe's estimates on a full link are within 15% of 2 Mbit/s",
+          [Run(all(abs(a / 2e6 - 1) <= 0.15 for a in after), stolen(), after)])
 
 
 def read_until(fd, needle, timeout):

@@ -14,7 +14,7 @@ from testbed.emulation import network
 from testbed.run.probecheck import neighbours, probe_ratios
 from testbed.spec.experiment import ProbeSettings
 from tests.mininet.helpers import spec_of
-from tests.stalls import judged
+from tests.stalls import Run, judge
 
 pytestmark = pytest.mark.mininet
 
@@ -45,7 +45,7 @@ def three_dcs(name, *links, delay="30ms"):
 
 @pytest.mark.timeout(240)
 def test_9_dcs_probe_in_agreed_slots_without_crossing_and_every_direction_is_within_tolerance(
-        tmp_path, stolen):
+        tmp_path, stolen, request):
     spec = ring_with_chords(9, chords=(0, 3, 6))
     with network.build(spec) as net:
         check = probe_ratios(net, samples=3, folder=str(tmp_path))
@@ -58,13 +58,13 @@ def test_9_dcs_probe_in_agreed_slots_without_crossing_and_every_direction_is_wit
     settled = check.settled()
     off = {k: round(settled.get(k, 0.0), 3) for k in neighbours(spec)
            if abs(settled.get(k, 0.0) - 1) > PROBE_TOLERANCE}
-    shares = stolen()
-    judged(not off, shares,
-           f"directions off their rate: {off}; trains skipped for a late wake-up: {check.late}")
+    judge(request, "9 DCs' probe estimates are within tolerance of every direction's rate",
+          [Run(not off, stolen(), f"directions off their rate: {off}; trains skipped for a late "
+                                  f"wake-up: {check.late}")])
 
 
 @pytest.mark.timeout(120)
-def test_on_slow_links_the_shapers_burst_does_not_inflate_the_estimates(tmp_path, stolen):
+def test_on_slow_links_the_shapers_burst_does_not_inflate_the_estimates(tmp_path, stolen, request):
     # HTB passes a train's first three frames at once on a 2 Mbit/s link;
     # counted in, they read 15/13 of the rate (10 Mbit/s: about 1.05, too
     # close to 1 to tell from a busy CPU's noise, so that link is held to
@@ -76,12 +76,13 @@ def test_on_slow_links_the_shapers_burst_does_not_inflate_the_estimates(tmp_path
     median = {k: statistics.median(v) for k, v in check.ratios.items() if v}
     assert set(median) == {(x, y) for x in "abc" for y in "abc" if x != y}
     slow = {k: r for k, r in median.items() if "a" in k}
-    judged(all(abs(r - 1) <= 0.05 for r in slow.values())
-           and all(abs(r - 1) <= PROBE_TOLERANCE for r in median.values()), stolen(), median)
+    judge(request, "slow links' estimates are within 5%, the rest within tolerance",
+          [Run(all(abs(r - 1) <= 0.05 for r in slow.values())
+               and all(abs(r - 1) <= PROBE_TOLERANCE for r in median.values()), stolen(), median)])
 
 
 @pytest.mark.timeout(120)
-def test_a_source_sends_its_trains_of_one_slot_together_each_at_its_own_links_pace(tmp_path, stolen):
+def test_a_source_sends_its_trains_of_one_slot_together_each_at_its_own_links_pace(tmp_path, stolen, request):
     # a probes b and c in the same slot.  Each train (about 100 frames) is
     # three times what its link's queue holds (33 frames, one 20 ms round
     # trip), so it is handed over as that queue drains: its last frame
@@ -99,13 +100,14 @@ def test_a_source_sends_its_trains_of_one_slot_together_each_at_its_own_links_pa
     median = {k: statistics.median(v) for k, v in check.ratios.items() if k[0] == "a" and v}
     assert set(median) == {("a", "b"), ("a", "c")}
     # Medians: a virtual CPU stalls for a few milliseconds now and then.
-    judged(statistics.median(together) < 0.005 and all(r < 1 for r in on_link.values())
+    judge(request, "a slot's trains leave together, each at its link's pace", [Run(
+           statistics.median(together) < 0.005 and all(r < 1 for r in on_link.values())
            and all(abs(r - 1) <= PROBE_TOLERANCE for r in median.values()),
-           stolen(), (together, on_link, median))
+           stolen(), (together, on_link, median))])
 
 
 @pytest.mark.timeout(120)
-def test_a_train_longer_than_its_first_links_queue_is_timed(tmp_path, stolen):
+def test_a_train_longer_than_its_first_links_queue_is_timed(tmp_path, stolen, request):
     # 25 Mbit/s for 10 ms: the queue (one round trip) holds 41 frames, a
     # train three times as many.  Handed over at once, only its first 41
     # frames would get in: one 20 ms stretch, too short to time, so the
@@ -121,11 +123,12 @@ def test_a_train_longer_than_its_first_links_queue_is_timed(tmp_path, stolen):
     assert not [e for e in events if e["ev"] == "lost"]
     median = {k: statistics.median(v) for k, v in check.ratios.items() if v}
     assert set(median) == {("a", "b"), ("b", "a")}, check.ratios
-    judged(all(abs(r - 1) <= PROBE_TOLERANCE for r in median.values()), stolen(), median)
+    judge(request, "trains longer than the first queue are timed within tolerance",
+          [Run(all(abs(r - 1) <= PROBE_TOLERANCE for r in median.values()), stolen(), median)])
 
 
 @pytest.mark.timeout(120)
-def test_a_direction_whose_estimate_holds_is_read_on_the_steady_budget(tmp_path, stolen):
+def test_a_direction_whose_estimate_holds_is_read_on_the_steady_budget(tmp_path, stolen, request):
     # 10 Mbit/s links, 1 s periods, each direction probed by its own pair.
     # On the 10% budget a 100 ms train (int(10e6 x 0.1 / 12112) = 82 frames)
     # goes every period.  On 2.5% a train must still last the 60 ms a
@@ -155,6 +158,7 @@ def test_a_direction_whose_estimate_holds_is_read_on_the_steady_budget(tmp_path,
     assert all(gap > 3 - 2 * schedule.MARGIN for gap in steady), steady
     median = {k: statistics.median(v) for k, v in check.ratios.items() if v}
     # The sizes follow the estimates, which a busy machine can throw off.
-    judged(sized and len(steady) >= 4 and min(full, default=9) < 1 + 2 * schedule.MARGIN
-           and all(abs(r - 1) <= PROBE_TOLERANCE for r in median.values()), stolen(),
-           f"train sizes by direction: {sizes}; ratios {median}")
+    judge(request, "held estimates are read on the steady budget, trains sized from them",
+          [Run(sized and len(steady) >= 4 and min(full, default=9) < 1 + 2 * schedule.MARGIN
+               and all(abs(r - 1) <= PROBE_TOLERANCE for r in median.values()), stolen(),
+               f"train sizes by direction: {sizes}; ratios {median}")])

@@ -52,3 +52,11 @@ def test_a_pickle_that_is_not_a_batch_is_refused(tmp_path):
     write_batches(tmp_path / "cifar", pickle.dumps([1, 2, 3]))
     with pytest.raises(pickle.UnpicklingError, match="not a CIFAR-10 batch"):
         dataset_named("cifar10").load(str(tmp_path / "cifar"))
+
+
+def test_a_folder_without_cifar_batches_is_told_before_a_run(tmp_path):
+    assert dataset_named("cifar10").check(str(tmp_path)).startswith(
+        f"{tmp_path} holds no CIFAR-10 test_batch and data_batch_* files")
+    (tmp_path / "test_batch").write_bytes(b"")
+    (tmp_path / "data_batch_1").write_bytes(b"")
+    assert dataset_named("cifar10").check(str(tmp_path)) is None

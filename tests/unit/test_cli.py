@@ -57,3 +57,32 @@ def test_an_unknown_recipe_is_named_with_the_known_ones():
     r = run_testbed("reproduce", "no-such-figure")
     assert r.returncode == 2 and "no recipe 'no-such-figure' (recipes: " in r.stderr
     assert "ps-scaling" in r.stderr.split("(recipes: ")[1]
+
+
+def test_mnist_from_a_folder_without_its_files_is_refused_by_validate_in_one_sentence(tmp_path):
+    empty = tmp_path / "mnist"
+    empty.mkdir()
+    topo = tmp_path / "topo.yaml"
+    topo.write_text(open(TOPO).read().replace("  dataset: digits\n",
+                                              f"  dataset: mnist\n  data_dir: {empty}\n"))
+    r = run_testbed("validate", str(topo))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr == (f"error: {topo}: experiment.data_dir: {empty} holds no MNIST train-images-idx3-ubyte, "
+                        "train-labels-idx1-ubyte, t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte (nor .gz): "
+                        "put MNIST's four idx files there (nothing is downloaded)\n")
+    for stem in ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte"):
+        (empty / stem).write_bytes(b"")
+    (empty / "t10k-labels-idx1-ubyte.gz").write_bytes(b"")
+    assert run_testbed("validate", str(topo)).returncode == 0
+
+
+def test_validate_counts_in_words_that_agree_with_the_count(tmp_path):
+    topo = tmp_path / "topo.yaml"
+    topo.write_text("datacenters: [{name: a, servers: 1, workers: 1}, {name: b, workers: 2}]\n"
+                    "wan: [{between: [a, b], bw: 10mbit}]\n"
+                    "dynamics: [{at: 5s, link: [a, b], bw: 5mbit}]\n")
+    r = run_testbed("validate", str(topo))
+    assert r.returncode == 0, r.stderr
+    text = " ".join(r.stdout.split())
+    assert "2 data centers: a (1 server, 1 worker), b (0 servers, 2 workers)" in text
+    assert "dynamics: 1 scheduled change" in text

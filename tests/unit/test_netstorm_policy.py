@@ -50,12 +50,22 @@ def test_the_command_prints_the_reference_file_for_its_graph(tmp_path):
         reference = json.load(f)
     graph = tmp_path / "g.json"
     graph.write_text(json.dumps({"links_mbit": reference["links_mbit"]}))
-    out = subprocess.run([sys.executable, "-m", "agents.overlay.netstorm", str(graph)],
-                         capture_output=True, text=True, check=True).stdout
-    got = json.loads(out)
+    r = subprocess.run([sys.executable, "-m", "agents.overlay.netstorm", str(graph)],
+                       capture_output=True, text=True, check=True)
+    assert r.stderr == ""                       # no RuntimeWarning about the package's own import
+    got = json.loads(r.stdout)
     for key, value in reference.items():
         if key != "links_mbit":
             assert got[key] == value, key
+
+
+def test_the_command_refuses_a_topo_yaml_in_one_sentence():
+    topo = os.path.join(os.path.dirname(REFERENCE), "..", "..", "..", "topologies", "quickstart.yaml")
+    r = subprocess.run([sys.executable, "-W", "error", "-m", "agents.overlay.netstorm", topo],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr == (f"error: {topo} is not JSON (line 1, column 1): it should hold a graph with "
+                        "links_mbit or links_mbit_per_direction\n")
 
 
 def test_directions_tree_uses_speeds_to_the_root_and_metric_speeds_from_it():

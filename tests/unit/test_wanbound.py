@@ -203,6 +203,19 @@ def test_the_bound_command_prints_three_ordered_times():
     assert r.returncode == 0 and all(k in r.stdout for k in ("t_cut", "t_lb", "t_opt"))
 
 
+def test_the_bound_command_takes_sizes_as_topo_yaml_writes_them():
+    as_bytes = json.loads(run_testbed("bound", QUICKSTART, "--model-bytes", "1048576", "--json").stdout)
+    r = run_testbed("bound", QUICKSTART, "--model-bytes", "1mib", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout) == as_bytes, r.stderr
+    r = run_testbed("bound", QUICKSTART, "--model-bytes", "44MB", "--json")
+    assert r.returncode == 0, r.stderr
+    # 44M is 44e6 bytes or 44 MiB: which, it does not say, so it is refused, naming the units.
+    r = run_testbed("bound", QUICKSTART, "--model-bytes", "44M")
+    assert r.returncode == 2 and r.stderr == (
+        "error: --model-bytes needs a size above zero like 44mb or 44mib (units b, kb, mb, gb, kib, "
+        "mib, gib) or a number of bytes, not '44M'\n")
+
+
 @pytest.mark.parametrize("args", [["--model-bytes", "lots"], ["--model-bytes", "-5"], []])
 def test_the_bound_command_refuses_a_bad_size_in_one_line(args):
     r = run_testbed("bound", NETSTORM, *args)
