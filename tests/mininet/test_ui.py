@@ -1,6 +1,10 @@
-"""The live page of one short real run, driven in a headless browser, and
-the static replay of the same run opened with no network at all."""
+"""The live page of a real run, driven in a headless browser, and the
+static replay of a run opened with no network at all.  Each test stands
+on its own, in any order: the page tests share one long run and look only
+at what they change; the end of a run and its replay have a short run of
+their own."""
 
+import contextlib
 import json
 import os
 import re
@@ -54,24 +58,47 @@ class LiveRun:
         return read_events(os.path.join(self.folder, "links.jsonl"))
 
 
-@pytest.fixture(scope="module")
-def live(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("ui")
+def start_run(tmp, text):
     topo = tmp / "topo.yaml"
-    # Long enough for the page tests, which are done within some 5 s of the page coming up.
-    topo.write_text(QUICKSTART.replace(STOP, "stop: {iterations: 100000, time: 10s}"))
+    topo.write_text(text)
     out, runs = tmp / "out.txt", tmp / "runs"
     with open(out, "w") as sink:
         proc = subprocess.Popen(cli_argv("run", str(topo), "--runs", str(runs), "--ui"),
                                 stdout=sink, stderr=subprocess.STDOUT, preexec_fn=interruptible)
     run = LiveRun(proc, out, runs)
+    run.wait_for_url()
+    return run
+
+
+@contextlib.contextmanager
+def stopped_at_the_end(run):
     try:
-        run.wait_for_url()
         yield run
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=120)
+        if run.proc.poll() is None:
+            run.proc.send_signal(signal.SIGINT)
+        run.proc.wait(timeout=120)
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory):
+    """A run that lives as long as the page tests need it (ended when they
+    are done): synthetic work, so it costs the machine little meanwhile."""
+    text = QUICKSTART.replace(STOP, "stop: {iterations: 1000000, time: 10min}").replace(
+        "  workload: train ", "  workload: synthetic\n  compute_time: 200ms #").replace(
+        "  dataset: digits\n", "")
+    with stopped_at_the_end(start_run(tmp_path_factory.mktemp("ui-live"), text)) as run:
+        yield run
+
+
+@pytest.fixture(scope="module")
+def ended(tmp_path_factory):
+    """A short run that trains, with virginia -> tokyo changed to 8 Mbit/s
+    at 2 s, for the tests of how a run ends and how it is replayed."""
+    text = QUICKSTART.replace(STOP, "stop: {iterations: 100000, time: 10s}") + (
+        "dynamics:\n  - {at: 2s, link: [virginia, tokyo], direction: forward, bw: 8mbit}\n")
+    with stopped_at_the_end(start_run(tmp_path_factory.mktemp("ui-ended"), text)) as run:
+        yield run
 
 
 @pytest.fixture(scope="module")
@@ -144,6 +171,7 @@ def test_a_rate_typed_on_the_page_reaches_the_wire_and_the_log(live, page):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
+    logged = len(live.link_changes())
     assert shaped_rate(live, "virginia", "tokyo") == 20e6
     Select(page.find_element(By.ID, "link-dir")).select_by_value("virginia tokyo oneway")
     page.find_element(By.ID, "link-bw").send_keys("8mbit")
@@ -153,7 +181,7 @@ def test_a_rate_typed_on_the_page_reaches_the_wire_and_the_log(live, page):
     # The page shows the new configured rate once the state comes round.
     assert wait_until(lambda: texts(page, '#links tr[data-dir="virginia>tokyo"] td.rate')
                       == ["8.00 Mbit/s"], 5)
-    (change,) = live.link_changes()
+    (change,) = live.link_changes()[logged:]
     assert (change["src"], change["dst"], change["rate"], change["source"]) == \
         ("virginia", "tokyo", 8e6, "ui")
 
@@ -161,6 +189,7 @@ def test_a_rate_typed_on_the_page_reaches_the_wire_and_the_log(live, page):
 def test_a_refused_command_shows_the_console_s_one_line_error(live, page):
     from selenium.webdriver.common.by import By
 
+    logged = len(live.link_changes())
     field = page.find_element(By.ID, "link-bw")
     field.clear()
     field.send_keys("fast")
@@ -169,11 +198,12 @@ def test_a_refused_command_shows_the_console_s_one_line_error(live, page):
     assert wait_until(lambda: reply.text.startswith("error"), 5)
     assert reply.text == "error: bw: 'fast' is not a rate like 50mbit"
     assert "error" in reply.get_attribute("class")
-    assert len(live.link_changes()) == 1
+    assert len(live.link_changes()) == logged
 
 
 @pytest.mark.parametrize("token", [None, "", "wrong"])
 def test_every_request_without_the_run_s_token_is_refused(live, token):
+    logged = len(live.link_changes())
     base = f"http://127.0.0.1:{live.port}"
     query = "" if token is None else f"?token={token}"
     for path, body in (("/", None), ("/state", None), ("/events", None),
@@ -181,10 +211,11 @@ def test_every_request_without_the_run_s_token_is_refused(live, token):
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(urllib.request.Request(base + path + query, data=body), timeout=5)
         assert refused.value.code == 403 and refused.value.read() == b"forbidden\n"
-    assert len(live.link_changes()) == 1
+    assert len(live.link_changes()) == logged
 
 
-def test_the_port_closes_when_the_run_ends(live):
+def test_the_port_closes_when_the_run_ends(ended):
+    live = ended
     status = os.path.join(live.folder, "status.json")
 
     def ended():
@@ -198,9 +229,10 @@ def test_the_port_closes_when_the_run_ends(live):
     assert live.proc.wait(timeout=120) == 0, live.out.read_text()[-3000:]
 
 
-def test_the_static_report_replays_the_run_offline_and_opens_at_its_end(live):
+def test_the_static_report_replays_the_run_offline_and_opens_at_its_end(ended):
     from selenium.webdriver.common.by import By
 
+    live = ended
     assert live.proc.wait(timeout=120) == 0
     r = subprocess.run(cli_argv("report", live.folder, "--html"), capture_output=True, text=True,
                        timeout=120)

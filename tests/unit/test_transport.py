@@ -1,5 +1,10 @@
-"""The transport over real ZeroMQ sockets on loopback."""
+"""The transport over real ZeroMQ sockets on loopback; heartbeats on a
+loaded machine."""
 
+import os
+import subprocess
+import sys
+import threading
 import time
 
 import numpy as np
@@ -13,6 +18,27 @@ from tests.ports import free_port
 # heartbeats can keep a silent peer alive.
 DEAD_AFTER = 1.0
 GRACE = 1.0
+
+
+HOG = "import time\nend = time.monotonic() + 60\nwhile time.monotonic() < end: sum(range(10000))\n"
+
+
+@pytest.fixture
+def loaded():
+    """Every core busy with another process, and this process's GIL wanted
+    by a thread that computes in Python: how agents run on a busy machine."""
+    hogs = [subprocess.Popen([sys.executable, "-c", HOG]) for _ in range(os.cpu_count() or 1)]
+    stop = threading.Event()
+    spinner = threading.Thread(target=lambda: [sum(range(1000)) for _ in iter(stop.is_set, True)])
+    spinner.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        spinner.join()
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
 
 
 @pytest.fixture
@@ -86,7 +112,7 @@ def test_large_messages_are_logged_as_passive_goodput_measurements(pair):
     assert xfers[0]["goodput"] == pytest.approx((400_000 - 1000) * 8 / xfers[0]["seconds"])
 
 
-def test_heartbeats_keep_a_quiet_peer_alive_past_dead_after_and_grace(pair):
+def test_heartbeats_keep_a_quiet_peer_alive_past_dead_after_and_grace(pair, loaded):
     a, b, _ = pair
     # a sends no data at all: without its heartbeats b would give up on it
     # after GRACE (never heard from) or DEAD_AFTER (heard from once).
@@ -114,7 +140,7 @@ def test_the_first_contact_grace_is_a_minute_unless_set():
         ep.close()
 
 
-def test_a_dead_peer_is_detected_not_waited_on_forever(pair):
+def test_a_dead_peer_is_detected_not_waited_on_forever(pair, loaded):
     a, b, _ = pair
     a.send("b", {"type": "hello"})
     b.recv(timeout=5)
