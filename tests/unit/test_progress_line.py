@@ -29,4 +29,4 @@ def test_a_search_shows_the_stages_and_coflows_its_scheduler_finished():
     p = Progress()
     p.take([{"ev": "coflow_done"}, {"ev": "coflow_done"}, {"ev": "stage_done"},
             {"ev": "coflow_done"}])
-    assert "1 stages, 3 coflows done" in p.line(2.0, {})
+    assert "1 stage, 3 coflows done" in p.line(2.0, {})
