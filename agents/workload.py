@@ -85,6 +85,7 @@ class Trainer(abc.ABC):
     which the runner may change while it runs."""
 
     speed = 1.0
+    REAL = False          # a real model: rank 0 keeps its final state in the run folder
 
     @abc.abstractmethod
     def gradients(self):
@@ -193,6 +194,8 @@ def floating_buffers(module):
 
 
 class TorchTrainer(Trainer):
+    REAL = True
+
     def __init__(self, workload, rank, workers, speed):
         import torch
         w = workload.settings

@@ -7,6 +7,8 @@ import hashlib
 import os
 import time
 
+import numpy as np
+
 from agents.roles.compose import build_node, data_plane, endpoint, layout_of, sync_scheme
 from agents.workload import FlatModel, workload_of
 
@@ -146,6 +148,11 @@ class WorkerContext:
         self.log("done", iterations=rounds, steps=self.steps,
                  model=hashlib.sha256(model.tobytes()).hexdigest()[:16] if rounds else None,
                  **extra)
+        if rounds and self.cfg.rank == 0 and self.trainer.REAL:
+            # The trained model itself, once: its tensors by name (parameters and buffers).
+            np.savez(self.cfg.events[:-len(".jsonl")] + ".model.npz",
+                     **{k: v.reshape(self.params.shapes[k])
+                        for k, v in self.params.unpack(self.keys, model).items()})
 
 
 def run(cfg, log):

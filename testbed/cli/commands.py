@@ -552,6 +552,36 @@ def clean(include_running):
         out.print("nothing to clean")
 
 
+@click.command()
+@click.option("--kind", type=click.Choice(["sync", "overlay", "coflow", "workload", "model",
+                                           "dataset", "metric"]), help="only this kind")
+@click.option("--options/--no-options", default=True, show_default=True,
+              help="list every plug-in's options too")
+def plugins(kind, options):
+    """List the built-in and installed plug-ins by kind, with their options."""
+    from agents.plugins import PluginError
+    from testbed.reference import KINDS
+
+    for registry, heading, named, _ in KINDS:
+        if kind and registry.kind != kind:
+            continue
+        out.print(f"[bold]{heading}[/] ({named})")
+        installed = registry.entry_points()
+        for name in registry.names():
+            where = "built in" if name in registry.builtins else f"from {installed[name].value}"
+            try:
+                cls, _ = registry.load(name)
+            except PluginError as e:
+                out.print(f"  {name}  [red]cannot be loaded[/]: {e}")
+                continue
+            out.print(f"  [bold]{name}[/]  {cls.DESCRIPTION}  [dim]({where})[/]")
+            for o in cls.OPTIONS if options else ():
+                default = "unset" if o.default is None else o.default
+                out.print(f"      {o.name} = {default}  [dim]{o.values()}[/]  {o.help}")
+        out.print("")
+    out.print("Name a plug-in that is neither by module:Class, or by its file: ./my_sync.py:Scheme")
+
+
 # Every `testbed` command; the group in __init__.py adds them.
 COMMANDS = (validate, net, doctor, selftest, run, inject, report, compare, sweep, reproduce, bound,
-            coflow_sim, clean)
+            coflow_sim, plugins, clean)

@@ -27,7 +27,7 @@ from testbed.emulation import network
 from testbed.emulation.plan import shortest_next_hops
 from testbed.emulation.shield import signals_deferred
 from testbed.records.runfolder import RunFolder
-from testbed.run import control, dynamics, runend, search
+from testbed.run import control, dynamics, provenance, runend, search
 from testbed.run.linksampler import LinkSampler
 
 log = logging.getLogger(__name__)
@@ -69,12 +69,16 @@ def agent_configs(spec, net, folder):
     # Every DC's servers: overlays that aggregate in the WAN use them as relays.
     servers = [Peer(h.name, h.ip, AGENT_PORT, h.dc) for h in net.plan.hosts if h.role == "server"]
     workers = [Peer(h.name, h.ip, AGENT_PORT, h.dc) for h in net.plan.hosts if h.role == "worker"]
+    schedule, step_every, gamma, total = exp.lr_schedule
     workload = WorkloadSettings(kind=exp.workload, model=exp.model, dataset=exp.dataset,
                                 data_dir=exp.data_dir, model_options=dict(exp.model_options or {}),
                                 dataset_options=dict(exp.dataset_options or {}),
                                 partition=exp.partition, batch_size=exp.batch_size,
-                                lr=exp.lr, momentum=exp.momentum, compute_time=exp.compute_time,
-                                step_time=exp.step_time,
+                                lr=exp.lr, momentum=exp.momentum, optimizer=exp.optimizer,
+                                weight_decay=exp.weight_decay, betas=list(exp.betas),
+                                lr_schedule=schedule, lr_step_every=step_every, lr_gamma=gamma,
+                                lr_total=total, loss=exp.loss, metrics=list(exp.metrics),
+                                compute_time=exp.compute_time, step_time=exp.step_time,
                                 eval_every=exp.eval_every, seed=exp.seed)
     transport = Transport(chunk_bytes=exp.chunk_bytes, dead_after=exp.dead_after)
     probes = probe_peers(spec, net)
@@ -215,11 +219,14 @@ def runner_event(folder, kind, **fields):
     events.close()
 
 
-def agent_env():
-    return {**os.environ, "PYTHONUNBUFFERED": "1"}
+def agent_env(paths=()):
+    """The agents' environment: the runner's, unbuffered, with `paths`
+    (where a user's plug-ins are imported from) ahead on PYTHONPATH."""
+    path = os.pathsep.join([*paths, os.environ.get("PYTHONPATH", "")]).strip(os.pathsep)
+    return {**os.environ, "PYTHONUNBUFFERED": "1", **({"PYTHONPATH": path} if path else {})}
 
 
-def launch(net, configs, folder, launcher=None):
+def launch(net, configs, folder, launcher=None, env=None):
     """Start every agent in its host: forked by the launcher, or, without
     one, each its own interpreter through Mininet's popen."""
     agents, requests = [], []
@@ -236,7 +243,7 @@ def launch(net, configs, folder, launcher=None):
         with open(log_path, "wb") as log:
             proc = net.node(host).popen(
                 [sys.executable, "-m", "agents", cfg.role, "--config", path],
-                stdout=log, stderr=subprocess.STDOUT, env=agent_env())
+                stdout=log, stderr=subprocess.STDOUT, env=env or agent_env())
         net.state.note("pids", proc.pid)
         agents.append(Agent(cfg.name, cfg.role, proc, log_path))
     if launcher is not None:
@@ -435,15 +442,18 @@ def run(spec, runs_root, delay_backend="auto", show=print, say=print, on_folder=
     max_time = (spec.search or spec.experiment).max_time
     with open(spec.source) as f:
         source_text = f.read()
+    found = provenance.origins(spec)
+    env = agent_env(provenance.import_roots(found))
     folder = RunFolder.create(runs_root, spec, source_text)
     on_folder(folder)
+    folder.write_json("plugins.json", [o.to_dict() for o in found])
     seen, detail = runend.ERROR, "the run did not start"
     agents, sampler, net, engine, server, launcher, page = [], None, None, None, None, None, None
     try:
         runner_event(folder, "starting", agent_start=agent_start)
         if agent_start == "launcher":
             # First: its imports (seconds of CPU) then overlap with building the network.
-            launcher = Launcher(folder.file("launcher.log"), env=agent_env())
+            launcher = Launcher(folder.file("launcher.log"), env=env)
         net = network.build(spec, delay_backend=delay_backend, link_log=folder.links,
                             run_dir=folder.path)
         runner_event(folder, "network_up", run_id=net.state.run_id, agent_start=agent_start)
@@ -462,7 +472,7 @@ def run(spec, runs_root, delay_backend="auto", show=print, say=print, on_folder=
             page = ui(commands)
         configs = (search.agent_configs(spec, net, folder, AGENT_PORT, COORDINATOR_PORT)
                    if spec.search else agent_configs(spec, net, folder))
-        agents = launch(net, configs, folder, launcher)
+        agents = launch(net, configs, folder, launcher, env)
         # Dynamics times count from here: the moment the agents start.
         engine.run(spec.dynamics, horizon=max_time)
         if console:

@@ -9,11 +9,13 @@ import logging
 import os
 from dataclasses import dataclass, field
 
+from agents.metrics import METRIC
 from agents.models import DATASET, MODEL, flat_size
+from agents.optim import OPTIMIZERS, SCHEDULES
 from agents.overlay import OVERLAY
 from agents.plugins import OptionError, PluginError, check_options, mismatch
 from agents.sync import SYNC
-from agents.workload import WORKLOAD, Train
+from agents.workload import LOSSES, WORKLOAD, Train
 from testbed.spec import validate as check
 from testbed.spec.units import parse_fraction, shown
 from testbed.spec.validate import SpecError
@@ -21,11 +23,13 @@ from testbed.spec.validate import SpecError
 log = logging.getLogger(__name__)
 
 KEYS = {"sync", "overlay", "server_dc", "workload", "model", "dataset", "data_dir", "partition",
-        "model_options", "dataset_options",
+        "model_options", "dataset_options", "optimizer", "weight_decay", "betas", "lr_schedule",
+        "loss", "metrics",
         "batch_size", "lr", "momentum", "compute_time", "step_time", "eval_every", "seed", "stop", "chunk",
         "overlay_options", "sync_options", "coordination",
         "dead_after", "probe"}
 STOP_KEYS = {"iterations", "time", "accuracy"}
+SCHEDULE_KEYS = {"kind", "every", "gamma", "total"}
 PROBE_KEYS = {"period", "budget", "steady_budget", "train", "pairs"}
 PROBE_PAIRS = ("all", "neighbours")
 # Marks a setting added after runs were keyed by their spec: at its default
@@ -61,6 +65,15 @@ class Experiment:
     dataset: str = "digits"
     model_options: dict = field(default=None, metadata={UNKEYED_AT_DEFAULT: True})
     dataset_options: dict = field(default=None, metadata={UNKEYED_AT_DEFAULT: True})
+    optimizer: str = field(default="sgd", metadata={UNKEYED_AT_DEFAULT: True})
+    weight_decay: float = field(default=0.0, metadata={UNKEYED_AT_DEFAULT: True})
+    betas: tuple = field(default=(0.9, 0.999), metadata={UNKEYED_AT_DEFAULT: True})
+    lr_schedule: tuple = field(default=("none", 1, 0.1, 1), metadata={UNKEYED_AT_DEFAULT: True})
+    loss: str = field(default="cross_entropy", metadata={UNKEYED_AT_DEFAULT: True})
+    metrics: tuple = field(default=(), metadata={UNKEYED_AT_DEFAULT: True})
+    # The plug-ins named that are not built in: ((kind, ref, sha256 of its source), ...),
+    # so a run is keyed by the code that made it.
+    plugins: tuple = field(default=(), metadata={UNKEYED_AT_DEFAULT: True})
     data_dir: str = ""
     partition: str = "iid"
     batch_size: int = 32
@@ -87,17 +100,25 @@ def options_of(plugin, raw, path):
         raise SpecError(path if e.key is None else f"{path}.{e.key}", e.message) from None
 
 
-def plugin(registry, raw, key, default, base_dir):
+def plugin(registry, raw, key, default, base_dir, found=None, path=None):
     """(the name to run, the plug-in class) topo.yaml names at
-    experiment.KEY; an old name gets its new one, with a warning."""
-    ref = raw.get(key, default)
+    experiment.KEY; an old name gets its new one, with a warning.  A
+    plug-in named by a file path is run from that file's absolute path, and
+    one that is not built in is added to `found` with its source's hash."""
+    ref = raw.get(key, default) if path is None else raw
+    path = path or f"experiment.{key}"
     try:
-        cls, _ = registry.load(ref, base_dir)
+        cls, origin = registry.load(ref, base_dir)
     except PluginError as e:
-        raise SpecError(f"experiment.{key}", str(e)) from None
+        raise SpecError(path, str(e)) from None
     if registry.deprecated(ref):
-        log.warning("warning: experiment.%s: %s", key, registry.deprecated(ref))
+        log.warning("warning: %s: %s", path, registry.deprecated(ref))
         ref = registry.aliases[ref][0]
+    if not origin.builtin:
+        if origin.file and ref.rpartition(":")[0].endswith(".py"):
+            ref = f"{origin.file}:{origin.attribute}"
+        if found is not None:
+            found.append((registry.kind, ref, origin.sha256))
     return ref, cls
 
 
@@ -108,8 +129,9 @@ def parse(raw, datacenters, base_dir=None):
     check.keys(raw, KEYS, "experiment")
     p = lambda key: f"experiment.{key}"  # noqa: E731
 
-    sync, scheme = plugin(SYNC, raw, "sync", "ssgd", base_dir)
-    overlay, over = plugin(OVERLAY, raw, "overlay", "ps", base_dir)
+    found = []
+    sync, scheme = plugin(SYNC, raw, "sync", "ssgd", base_dir, found)
+    overlay, over = plugin(OVERLAY, raw, "overlay", "ps", base_dir, found)
     why = mismatch(scheme, over)
     if why:
         raise SpecError(p("overlay"), why)
@@ -120,7 +142,7 @@ def parse(raw, datacenters, base_dir=None):
         raise SpecError(p("overlay"), why)
     coordination = check.word(raw.get("coordination", "wan"), p("coordination"), ["management", "wan"],
                               "coordination")
-    workload, kind = plugin(WORKLOAD, raw, "workload", "train", base_dir)
+    workload, kind = plugin(WORKLOAD, raw, "workload", "train", base_dir, found)
     data_dir = raw.get("data_dir", "")
     if not isinstance(data_dir, str):
         raise SpecError(p("data_dir"), f"{shown(data_dir)} is not a folder name")
@@ -129,7 +151,7 @@ def parse(raw, datacenters, base_dir=None):
     if flat_size(model) is not None:
         model_cls = MODEL.load("flat")[0]
     else:
-        model, model_cls = plugin(MODEL, raw, "model", model, base_dir)
+        model, model_cls = plugin(MODEL, raw, "model", model, base_dir, found)
     model_options = options_of(model_cls, raw.get("model_options", {}), p("model_options"))
     if trains and not model_cls(model_options).trainable:
         raise SpecError(p("model"), f"{model} has shapes only: it runs a synthetic workload, not "
@@ -138,7 +160,7 @@ def parse(raw, datacenters, base_dir=None):
                         + ")")
     dataset, dataset_options = "", {}
     if trains:
-        dataset, dataset_cls = plugin(DATASET, raw, "dataset", "digits", base_dir)
+        dataset, dataset_cls = plugin(DATASET, raw, "dataset", "digits", base_dir, found)
         dataset_options = options_of(dataset_cls, raw.get("dataset_options", {}), p("dataset_options"))
         if dataset_cls.NEEDS_DIR and not data_dir:
             raise SpecError(p("data_dir"), f"{dataset} is read from a local folder: name it in data_dir")
@@ -146,6 +168,7 @@ def parse(raw, datacenters, base_dir=None):
             raise SpecError(p("data_dir"), f"{shown(data_dir)} is not a folder (nothing is downloaded: "
                                            f"put the {dataset} files there)")
     partition = check.word(raw.get("partition", "iid"), p("partition"), ["iid", "noniid"], "partition")
+    training = training_settings(raw, trains, base_dir, found)
 
     with_servers = [d.name for d in datacenters if d.servers > 0]
     server_dc = raw.get("server_dc", with_servers[0] if with_servers else datacenters[0].name)
@@ -162,6 +185,10 @@ def parse(raw, datacenters, base_dir=None):
     accuracy = check.number(stop.get("accuracy", 0.0), p("stop.accuracy"), 0, 1)
     if accuracy and workload == "synthetic":
         raise SpecError(p("stop.accuracy"), "a synthetic workload has no accuracy to reach")
+
+    if trains and "total" not in (raw.get("lr_schedule") or {}) and training["lr_schedule"][0] == "cosine":
+        kind_, every, gamma, _ = training["lr_schedule"]
+        training["lr_schedule"] = (kind_, every, gamma, iterations)    # to 0 at the last iteration
 
     step_time = 0.0
     if "step_time" in raw:
@@ -209,4 +236,37 @@ def parse(raw, datacenters, base_dir=None):
         max_iterations=iterations, max_time=max_time, target_accuracy=accuracy,
         chunk_bytes=chunk,
         dead_after=check.duration(raw.get("dead_after", "5s"), p("dead_after"), positive=True),
-        probe=probe)
+        probe=probe, plugins=tuple(found), **training)
+
+
+def training_settings(raw, trains, base_dir, found):
+    """The optimizer, its schedule, the loss and the metrics: what a real
+    training run takes besides its learning rate and momentum."""
+    p = lambda key: f"experiment.{key}"  # noqa: E731
+    given = [k for k in ("optimizer", "weight_decay", "betas", "lr_schedule", "loss", "metrics")
+             if k in raw]
+    if given and not trains:
+        raise SpecError(p(given[0]), "is for real training; a synthetic workload computes nothing")
+    betas = check.sequence(raw.get("betas", [0.9, 0.999]), p("betas"), "two numbers [b1, b2]")
+    if len(betas) != 2:
+        raise SpecError(p("betas"), "must be two numbers [b1, b2]")
+    schedule = raw.get("lr_schedule", {"kind": "none"})
+    if isinstance(schedule, str):
+        schedule = {"kind": schedule}
+    check.mapping(schedule, p("lr_schedule"), "kind, every, gamma, total")
+    check.keys(schedule, SCHEDULE_KEYS, p("lr_schedule"))
+    kind = check.word(schedule.get("kind", "none"), p("lr_schedule.kind"), SCHEDULES, "schedule")
+    if kind == "step" and "every" not in schedule:
+        raise SpecError(p("lr_schedule.every"), "a step schedule needs every: the steps between decays")
+    metrics = check.sequence(raw.get("metrics", []), p("metrics"), "metric names")
+    return {
+        "optimizer": check.word(raw.get("optimizer", "sgd"), p("optimizer"), OPTIMIZERS, "optimizer"),
+        "weight_decay": check.number(raw.get("weight_decay", 0.0), p("weight_decay"), 0.0, 10.0),
+        "betas": tuple(check.number(b, f"{p('betas')}[{i}]", 0.0, 0.99999) for i, b in enumerate(betas)),
+        "lr_schedule": (kind, check.whole(schedule.get("every", 1), p("lr_schedule.every"), 1, 10**9),
+                        check.number(schedule.get("gamma", 0.1), p("lr_schedule.gamma"), 0.0, 1.0),
+                        check.whole(schedule.get("total", 1), p("lr_schedule.total"), 1, 10**9)),
+        "loss": check.word(raw.get("loss", "cross_entropy"), p("loss"), sorted(LOSSES), "loss"),
+        "metrics": tuple(plugin(METRIC, m, None, None, base_dir, found, path=f"{p('metrics')}[{i}]")[0]
+                         for i, m in enumerate(metrics)),
+    }
