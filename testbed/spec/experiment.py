@@ -7,6 +7,7 @@ why, before anything is built.
 
 import logging
 import os
+import pwd
 from dataclasses import dataclass, field
 
 from agents.metrics import METRIC
@@ -16,6 +17,7 @@ from agents.overlay import OVERLAY
 from agents.plugins import OptionError, PluginError, check_options, mismatch
 from agents.sync import SYNC
 from agents.workload import LOSSES, WORKLOAD, Train
+from testbed.spec import programs as programs_section
 from testbed.spec import validate as check
 from testbed.spec.units import parse_fraction, shown
 from testbed.spec.validate import SpecError
@@ -24,7 +26,7 @@ log = logging.getLogger(__name__)
 
 KEYS = {"sync", "overlay", "server_dc", "workload", "model", "dataset", "data_dir", "partition",
         "model_options", "dataset_options", "optimizer", "weight_decay", "betas", "lr_schedule",
-        "loss", "metrics",
+        "loss", "metrics", "programs", "master_port", "user",
         "batch_size", "lr", "momentum", "compute_time", "step_time", "eval_every", "seed", "stop", "chunk",
         "overlay_options", "sync_options", "coordination",
         "dead_after", "probe"}
@@ -74,6 +76,10 @@ class Experiment:
     # The plug-ins named that are not built in: ((kind, ref, sha256 of its source), ...),
     # so a run is keyed by the code that made it.
     plugins: tuple = field(default=(), metadata={UNKEYED_AT_DEFAULT: True})
+    # A command workload's programs (testbed.spec.programs), their MASTER_PORT and their user.
+    programs: tuple = field(default=(), metadata={UNKEYED_AT_DEFAULT: True})
+    master_port: int = field(default=29500, metadata={UNKEYED_AT_DEFAULT: True})
+    user: str = field(default="", metadata={UNKEYED_AT_DEFAULT: True})
     data_dir: str = ""
     partition: str = "iid"
     batch_size: int = 32
@@ -130,6 +136,12 @@ def parse(raw, datacenters, base_dir=None):
     p = lambda key: f"experiment.{key}"  # noqa: E731
 
     found = []
+    workload, kind = plugin(WORKLOAD, raw, "workload", "train", base_dir, found)
+    if getattr(kind, "RUNS_PROGRAMS", False):
+        return parse_programs(raw, datacenters, workload, found)
+    for key in ("programs", "master_port", "user"):
+        if key in raw:
+            raise SpecError(p(key), "is for workload: command only (programs of your own)")
     sync, scheme = plugin(SYNC, raw, "sync", "ssgd", base_dir, found)
     overlay, over = plugin(OVERLAY, raw, "overlay", "ps", base_dir, found)
     why = mismatch(scheme, over)
@@ -142,7 +154,6 @@ def parse(raw, datacenters, base_dir=None):
         raise SpecError(p("overlay"), why)
     coordination = check.word(raw.get("coordination", "wan"), p("coordination"), ["management", "wan"],
                               "coordination")
-    workload, kind = plugin(WORKLOAD, raw, "workload", "train", base_dir, found)
     data_dir = raw.get("data_dir", "")
     if not isinstance(data_dir, str):
         raise SpecError(p("data_dir"), f"{shown(data_dir)} is not a folder name")
@@ -178,11 +189,7 @@ def parse(raw, datacenters, base_dir=None):
     if not any(d.workers for d in datacenters):
         raise SpecError("datacenters", "no data center has workers: the experiment needs at least one")
 
-    stop = check.mapping(raw.get("stop", {}), p("stop"), "iterations, time, accuracy")
-    check.keys(stop, STOP_KEYS, "experiment.stop")
-    iterations = check.whole(stop.get("iterations", 200), p("stop.iterations"), 1, 10**7)
-    max_time = check.duration(stop.get("time", "10min"), p("stop.time"), positive=True)
-    accuracy = check.number(stop.get("accuracy", 0.0), p("stop.accuracy"), 0, 1)
+    iterations, max_time, accuracy = stop_settings(raw)
     if accuracy and workload == "synthetic":
         raise SpecError(p("stop.accuracy"), "a synthetic workload has no accuracy to reach")
 
@@ -198,27 +205,7 @@ def parse(raw, datacenters, base_dir=None):
         step_time = check.duration(raw["step_time"], p("step_time"), positive=True)
     chunk = check.size(raw.get("chunk", "1mib"), p("chunk"), "1kib", "1gib")
 
-    probe = None
-    if "probe" in raw:
-        settings = raw["probe"] if raw["probe"] is not None else {}
-        if settings is True:
-            settings = {}
-        check.mapping(settings, p("probe"), "period, budget, steady_budget, train, pairs; or true")
-        check.keys(settings, PROBE_KEYS, "experiment.probe")
-        budget = check.unit(parse_fraction, settings.get("budget", "5%"), p("probe.budget"))
-        if not 0 < budget <= 0.5:
-            raise SpecError(p("probe.budget"), f"{settings['budget']!r} must be above 0% and at most 50%")
-        steady = check.unit(parse_fraction, settings.get("steady_budget", budget), p("probe.steady_budget"))
-        if not 0 < steady <= budget:
-            raise SpecError(p("probe.steady_budget"),
-                            f"{settings['steady_budget']!r} must be above 0% and at most the budget")
-        steady = None if steady == budget else steady       # one budget throughout
-        pairs = check.word(settings.get("pairs", "all"), p("probe.pairs"), PROBE_PAIRS, "probe pairs")
-        probe = ProbeSettings(
-            period=check.duration(settings.get("period", "2500ms"), p("probe.period"), positive=True),
-            budget=budget, steady_budget=steady,
-            train_time=check.duration(settings.get("train", "100ms"), p("probe.train"), positive=True),
-            pairs=pairs)
+    probe = probe_settings(raw)
 
     return Experiment(
         sync=sync, sync_options=sync_options, overlay=overlay, overlay_options=overlay_options,
@@ -270,3 +257,74 @@ def training_settings(raw, trains, base_dir, found):
         "metrics": tuple(plugin(METRIC, m, None, None, base_dir, found, path=f"{p('metrics')}[{i}]")[0]
                          for i, m in enumerate(metrics)),
     }
+
+
+def stop_settings(raw):
+    """(iterations, seconds, target accuracy) of experiment.stop."""
+    p = lambda key: f"experiment.{key}"  # noqa: E731
+    stop = check.mapping(raw.get("stop", {}), p("stop"), "iterations, time, accuracy")
+    check.keys(stop, STOP_KEYS, "experiment.stop")
+    iterations = check.whole(stop.get("iterations", 200), p("stop.iterations"), 1, 10**7)
+    max_time = check.duration(stop.get("time", "10min"), p("stop.time"), positive=True)
+    accuracy = check.number(stop.get("accuracy", 0.0), p("stop.accuracy"), 0, 1)
+    return iterations, max_time, accuracy
+
+
+def probe_settings(raw):
+    """experiment.probe -> ProbeSettings, or None without probes."""
+    p = lambda key: f"experiment.{key}"  # noqa: E731
+    if "probe" not in raw:
+        return None
+    settings = raw["probe"] if raw["probe"] is not None else {}
+    if settings is True:
+        settings = {}
+    check.mapping(settings, p("probe"), "period, budget, steady_budget, train, pairs; or true")
+    check.keys(settings, PROBE_KEYS, "experiment.probe")
+    budget = check.unit(parse_fraction, settings.get("budget", "5%"), p("probe.budget"))
+    if not 0 < budget <= 0.5:
+        raise SpecError(p("probe.budget"), f"{settings['budget']!r} must be above 0% and at most 50%")
+    steady = check.unit(parse_fraction, settings.get("steady_budget", budget), p("probe.steady_budget"))
+    if not 0 < steady <= budget:
+        raise SpecError(p("probe.steady_budget"),
+                        f"{settings['steady_budget']!r} must be above 0% and at most the budget")
+    steady = None if steady == budget else steady       # one budget throughout
+    pairs = check.word(settings.get("pairs", "all"), p("probe.pairs"), PROBE_PAIRS, "probe pairs")
+    return ProbeSettings(
+        period=check.duration(settings.get("period", "2500ms"), p("probe.period"), positive=True),
+        budget=budget, steady_budget=steady,
+        train_time=check.duration(settings.get("train", "100ms"), p("probe.train"), positive=True),
+        pairs=pairs)
+
+
+def parse_programs(raw, datacenters, workload, found):
+    """An experiment that runs programs (testbed.spec.programs) instead of
+    the testbed's agents: no sync scheme, overlay or model of its own."""
+    p = lambda key: f"experiment.{key}"  # noqa: E731
+    for key in ("sync", "overlay", "sync_options", "overlay_options", "model", "dataset",
+                "model_options", "dataset_options", "optimizer", "lr_schedule", "metrics"):
+        if key in raw:
+            raise SpecError(p(key), f"a {workload} workload runs its own programs: it takes no {key}")
+    if "programs" not in raw:
+        raise SpecError(p("programs"), f"missing: a {workload} workload runs the commands listed here")
+    programs = programs_section.parse(raw["programs"], datacenters, p("programs"))
+    iterations, max_time, accuracy = stop_settings(raw)
+    if accuracy:
+        raise SpecError(p("stop.accuracy"), "programs report no accuracy the testbed could stop at")
+    user = raw.get("user", "")
+    if not isinstance(user, str):
+        raise SpecError(p("user"), f"{shown(user)} is not a user name")
+    if user:
+        try:
+            pwd.getpwnam(user)
+        except KeyError:
+            raise SpecError(p("user"), f"no user {shown(user)} on this machine") from None
+    with_servers = [d.name for d in datacenters if d.servers > 0]
+    return Experiment(
+        sync="", overlay="", workload=workload, model="", dataset="",
+        server_dc=with_servers[0] if with_servers else datacenters[0].name,
+        coordination=check.word(raw.get("coordination", "wan"), p("coordination"),
+                                ["management", "wan"], "coordination"),
+        max_iterations=iterations, max_time=max_time, probe=probe_settings(raw),
+        seed=check.whole(raw.get("seed", 0), p("seed"), 0, 2**31),
+        programs=programs, user=user, plugins=tuple(found),
+        master_port=check.whole(raw.get("master_port", 29500), p("master_port"), 1024, 65535))

@@ -17,6 +17,7 @@ from testbed.spec import experiment as experiment_section
 from testbed.spec import presets
 from testbed.spec import search as search_section
 from testbed.spec import validate as check
+from testbed.spec.overrides import apply
 from testbed.spec.textfile import TextFileError, read_small_text
 from testbed.spec.units import UnitError, parse_size, shown
 from testbed.spec.validate import SpecError, path_of
@@ -144,14 +145,18 @@ class Spec:
 # ---------------------------------------------------------------- reading
 
 
-def load(path):
-    """Read and validate a topo.yaml file; raises SpecError."""
+def load(path, overrides=()):
+    """Read and validate a topo.yaml file, with `overrides` ([(dotted path,
+    value)], spec/overrides.py) set first; raises SpecError."""
     try:
         text = read_small_text(path, "the topology file", MAX_FILE_BYTES)
     except TextFileError as e:
         raise SpecError("", str(e)) from None
     stem = os.path.splitext(os.path.basename(path))[0]
-    return loads(text, source=os.path.abspath(path), default_name=stem)
+    doc = parse_text(text)
+    if overrides:
+        doc = apply(doc, overrides)
+    return from_document(doc, source=os.path.abspath(path), default_name=stem)
 
 
 class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
@@ -178,13 +183,25 @@ _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
 
 
 def loads(text, source="", default_name="topo"):
+    return from_document(parse_text(text), source, default_name)
+
+
+def parse_text(text):
+    """topo.yaml's text -> its document (plain mappings and lists), not yet
+    validated; SpecError when it is not YAML."""
     try:
-        doc = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a safe loader
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a safe loader
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
         raise SpecError("", f"not valid YAML: {where}{problem}") from None
+
+
+def from_document(doc, source="", default_name="topo"):
+    """A topo.yaml document (as parse_text gives it, or built in Python)
+    -> a validated Spec; `source` is the file it stands for (plug-ins and
+    traces named by a path are found beside it)."""
     _check_size(doc)
     if not isinstance(doc, dict):
         raise SpecError("", "the file must be a mapping with at least 'datacenters' and 'wan'")
