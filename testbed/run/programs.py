@@ -98,6 +98,7 @@ class Running:
         self.pid = proc.pid
         self.began = time.monotonic()
         self.ended = None              # when it was first seen to have exited
+        self.stopped = False           # ended by the testbed while it still ran
 
     @property
     def returncode(self):
@@ -119,25 +120,42 @@ class Running:
             pass
 
     def terminate(self):
+        if self.poll() is None:
+            self.stopped = True
         self.send_signal(signal.SIGTERM)
 
     def kill(self):
         self.send_signal(signal.SIGKILL)
 
 
+def as_user(uid, gid):
+    return ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--init-groups", "--"]
+
+
+def check_access(user, cwd, metrics):
+    """ProgramError unless `user` can enter `cwd` and write `metrics`."""
+    name, uid, gid, _ = user
+    r = subprocess.run(as_user(uid, gid) + ["sh", "-c", 'cd "$1" && test -w "$2"', "sh", cwd, metrics],
+                       capture_output=True)
+    if r.returncode != 0:
+        raise ProgramError(f"user {name} cannot enter {cwd} (where the programs run) or write "
+                           f"{metrics}: give them access, or name another user (experiment.user)")
+
+
 def start(processes, net, folder, user, cwd):
     """Start every planned process in its host: [(Process, Running, err path)]."""
     name, uid, gid, _ = user
     os.makedirs(os.path.join(folder.path, "programs"), exist_ok=True)
-    started = []
     for p in processes:
-        out, err = (os.path.join(folder.path, "programs", f"{p.host}.{ext}") for ext in ("out", "err"))
         metrics = p.env["TESTBED_METRICS"]
         open(metrics, "a").close()
         os.chown(metrics, uid, gid)          # theirs to write
+    check_access(user, cwd, processes[0].env["TESTBED_METRICS"])
+    started = []
+    for p in processes:
+        out, err = (os.path.join(folder.path, "programs", f"{p.host}.{ext}") for ext in ("out", "err"))
         argv = ["nsenter", "--target", str(net.node(p.host).pid), "--net", "--mount", f"--wd={cwd}", "--",
-                "setpriv", f"--reuid={uid}", f"--regid={gid}", "--init-groups", "--",
-                "sh", "-c", p.command]
+                *as_user(uid, gid), "sh", "-c", p.command]
         with open(out, "wb") as o, open(err, "wb") as e:
             try:
                 proc = subprocess.Popen(argv, stdout=o, stderr=e, stdin=subprocess.DEVNULL,
@@ -181,7 +199,7 @@ def conclude(seen, detail, max_time, started):
     if seen == runend.WORKERS_FINISHED:
         return runend.RunEnd("completed", "programs", None, "every program exited with code 0")
     if seen == runend.TIME:
-        left = [p.host for p, r, _ in started if r.ended is None]
+        left = [p.host for p, r, _ in started if r.stopped]
         return runend.RunEnd("failed", runend.TIME, None,
                              f"the time limit of {max_time:g}s ended the programs still running on "
                              f"{', '.join(left) or 'no host'}")

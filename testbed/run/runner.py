@@ -444,8 +444,11 @@ def start_programs(spec, net, folder):
     exp = spec.experiment
     user = programs.user_of(exp.user)
     hosts = {h.name: (h.dc, h.ip, h.intf) for h in net.plan.hosts}
-    started = programs.start(programs.plan(exp, hosts, folder, user[3]), net, folder, user,
-                             cwd=os.path.dirname(spec.source))
+    try:
+        started = programs.start(programs.plan(exp, hosts, folder, user[3]), net, folder, user,
+                                 cwd=os.path.dirname(spec.source))
+    except programs.ProgramError as e:
+        raise RunError(str(e)) from None
     runner_event(folder, "programs_started", hosts=[p.host for p, _, _ in started])
     return started
 

@@ -73,7 +73,7 @@ def parse(raw, datacenters, path):
             raise SpecError(f"{where}.command", "missing: the shell line to run")
         command = entry["command"]
         if not isinstance(command, str) or not command.strip():
-            raise SpecError(f"{where}.command", "must be a shell line")
+            raise SpecError(f"{where}.command", f"{shown(command)} is not a shell line (quote it)")
         try:
             fields = [f for _, f, _, _ in string.Formatter().parse(command) if f is not None]
         except ValueError as e:
