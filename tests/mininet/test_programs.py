@@ -14,7 +14,7 @@ import tempfile
 import pytest
 
 from agents.planning.wan import GOODPUT_SHARE
-from tests.mininet.helpers import ROOT, cli_argv, processes_in, run_topology
+from tests.mininet.helpers import ROOT, cli_argv, run_topology
 
 pytestmark = pytest.mark.mininet
 PROGRAMS = os.path.join(ROOT, "examples", "programs")
