@@ -8,7 +8,7 @@ checked with validate.py); nothing outside is touched before the Spec is whole.
 
 import os
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import yaml
 
@@ -17,6 +17,7 @@ from testbed.spec import experiment as experiment_section
 from testbed.spec import presets
 from testbed.spec import search as search_section
 from testbed.spec import validate as check
+from testbed.spec.experiment import UNKEYED_AT_DEFAULT
 from testbed.spec.overrides import apply
 from testbed.spec.textfile import TextFileError, read_small_text
 from testbed.spec.units import UnitError, parse_size, shown
@@ -107,7 +108,10 @@ class Lan:
 
 # The keys a topology file may have at its top (recipes set dotted paths under them).
 TOP_KEYS = {"name", "datacenters", "wan", "lan", "tcp", "preset_bw_scale", "experiment", "search",
-            "dynamics", "description"}
+            "dynamics", "description", "routing"}
+# How the routers choose paths: least delay (each link costs its round trip),
+# or widest (each direction costs 1 / its rate, as OSPF's default costs do).
+ROUTING = ("delay", "bandwidth")
 
 
 @dataclass(frozen=True)
@@ -128,6 +132,7 @@ class Spec:
     search: object = None        # testbed.spec.search.SearchSpec, when the file has one instead
     dynamics: tuple = ()         # testbed.spec.dynamics.Schedule
     source: str = ""
+    routing: str = field(default="delay", metadata={UNKEYED_AT_DEFAULT: True})   # ROUTING
 
     def dc(self, name):
         for d in self.datacenters:
@@ -279,9 +284,10 @@ def _build(doc, source, default_name):
                 raise SpecError(path_of("dynamics", i), f"makes {n} changes in the run's "
                                 f"{experiment.max_time:g}s; at most {dynamics_section.MAX_ACTIONS}: "
                                 "space them further apart")
+    routing = check.word(doc.get("routing", "delay"), "routing", ROUTING, "routing")
     return Spec(name=name, datacenters=tuple(dcs), wan=tuple(wan), lan=lan, tcp=tcp,
                 experiment=experiment, search=search,
-                dynamics=dynamics, source=source)
+                dynamics=dynamics, source=source, routing=routing)
 
 
 def _datacenters(value):
