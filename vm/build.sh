@@ -46,9 +46,12 @@ fi
 start=$(date +%s)
 work=$(mktemp -d "$cache/build.XXXXXX")
 root=$work/root
+mounts() {
+  findmnt -rn -o TARGET | { grep "^$root/" || true; } | sort -r
+}
 cleanup() {
   # Whatever was mounted under the tree, innermost first, then the tree.
-  findmnt -rn -o TARGET | grep "^$root/" | sort -r | while read -r m; do umount -l "$m"; done
+  mounts | while read -r m; do umount -l "$m"; done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -129,9 +132,10 @@ chroot "$root" bash -c '
   apt-get clean
   rm -rf /var/lib/apt/lists/* /root/.cache
 ' >&2
-sha256sum < scripts/install.sh | cut -d' ' -f1 > "$root/etc/geo-testbed-install.sha256"
+# What vagrant/provision.sh compares to know the box needs no install.
+cat scripts/install.sh setup.py | sha256sum | cut -d' ' -f1 > "$root/etc/geo-testbed-install.sha256"
 rm -f "$root/usr/sbin/policy-rc.d" "$root/etc/resolv.conf"
-findmnt -rn -o TARGET | grep "^$root/" | sort -r | while read -r m; do umount "$m"; done
+mounts | while read -r m; do umount "$m"; done
 
 mkdir -p "$work/image"
 cp -L "$root/vmlinuz" "$work/image/vmlinuz"

@@ -18,6 +18,7 @@ with the host's python3.
 
 import argparse
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -35,6 +36,7 @@ PROBE_SECONDS = 15.0
 PROBE_BANNER = b"Linux version"
 PROBE_CACHE = "/run/geo-testbed-vm-accel"
 RUNNING = "geo-vm: running"          # printed by the guest's init before the command
+KERNEL_LINE = re.compile(r"^\[\s*\d+\.\d+\] ")   # the kernel's console messages ("sysrq: Power Off")
 BOOT_TIMEOUT_EXIT = 124
 
 
@@ -130,6 +132,16 @@ def qemu_args(image, accel, cpus, memory, append, shares):
 KERNEL_ARGS = "root=/dev/vda rw console=ttyS0 panic=-1"
 
 
+def command_script(command):
+    """The script the guest's init runs: the marker, then the command with
+    its output through a pipe, so that programs see no terminal (no progress
+    spinners on the console) and print tables COLUMNS wide; its exit code."""
+    return (f"echo '{RUNNING}'\n"
+            f"export COLUMNS=${{COLUMNS:-160}}\n"
+            f"( {command}\n) 2>&1 | cat\n"
+            f"exit ${{PIPESTATUS[0]}}\n")
+
+
 def run_command(image, accel, command, cpus, memory, timeout, verbose):
     """Boot, run `command` (a shell command) in /testbed, power off; returns
     its exit code.  The boot's own messages show only with `verbose` or
@@ -137,7 +149,7 @@ def run_command(image, accel, command, cpus, memory, timeout, verbose):
     exchange = tempfile.mkdtemp(prefix="geo-vm-")
     try:
         with open(os.path.join(exchange, "command"), "w") as f:
-            f.write(f"echo '{RUNNING}'\n{command}\n")
+            f.write(command_script(command))
         args = qemu_args(image, accel, cpus, memory,
                          f"{KERNEL_ARGS} quiet init=/usr/local/sbin/geo-vm-init",
                          [("geo-testbed", CHECKOUT, True), ("geo-exchange", exchange, False)])
@@ -153,7 +165,7 @@ def run_command(image, accel, command, cpus, memory, timeout, verbose):
                 if not started and line.strip() == RUNNING:
                     started = True
                     continue
-                if started or verbose:
+                if verbose or (started and not KERNEL_LINE.match(line)):
                     sys.stdout.write(line)
                     sys.stdout.flush()
                 else:

@@ -99,6 +99,12 @@ def wan_frames(net):
                                                  for d in devs]).split())
 
 
+# The flow runs this long past the measured window, so that the last count is
+# read while it still flows, however long reading it takes (seconds under
+# a VM's software emulation).
+FLOW_TAIL = 1.0
+
+
 def iperf3(net, src, dst, seconds=5.0, omit=1.0, interval=1.0, port=5201, started=None):
     """TCP goodput from src to dst, with iperf3 generating the flow.
 
@@ -109,19 +115,26 @@ def iperf3(net, src, dst, seconds=5.0, omit=1.0, interval=1.0, port=5201, starte
     reverse mode (-R), so the per-interval numbers are bytes read by the
     receiver.  `started`, if given, is called once the client is launched,
     so a change can be timed from the flow's start rather than from a
-    server's start-up.  Returns (goodput bit/s, [bit/s per interval])."""
+    server's start-up.  Returns (goodput bit/s, [bit/s per interval of the
+    measured window])."""
     server = start_iperf_server(net, src, port)
     client = net.node(dst).popen(
-        ["iperf3", "-c", net.ip(src), "-p", str(port), "-J", "-R", "-t", str(seconds),
-         "-O", str(omit), "-i", str(interval)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        ["iperf3", "-c", net.ip(src), "-p", str(port), "-J", "-R",
+         "-t", str(seconds + FLOW_TAIL), "-O", str(omit), "-i", str(interval)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         if started is not None:
             started()
         time.sleep(omit)
-        t0, b0 = time.monotonic(), acked_bytes(net, src, port)
+        # Each count's time is taken when `ss` has returned it: what it costs
+        # to start ss (a large, varying share under a VM's software
+        # emulation) falls before the count, not inside the window.
+        b0 = acked_bytes(net, src, port)
+        t0 = time.monotonic()
         time.sleep(max(0.5, seconds - 0.2))
-        t1, b1 = time.monotonic(), acked_bytes(net, src, port)
-        out, err = client.communicate(timeout=seconds + 30)
+        b1 = acked_bytes(net, src, port)
+        t1 = time.monotonic()
+        out, err = client.communicate(timeout=seconds + FLOW_TAIL + 30)
     finally:
         for proc in (client, server):
             if proc.poll() is None:
@@ -138,5 +151,6 @@ def iperf3(net, src, dst, seconds=5.0, omit=1.0, interval=1.0, port=5201, starte
         raise NetworkError(f"iperf3 {src} -> {dst}: {result['error']}")
     if b0 == 0 or b1 <= b0:
         raise NetworkError(f"iperf3 {src} -> {dst}: no data flowed while measuring")
-    intervals = [i["sum"]["bits_per_second"] for i in result["intervals"] if not i["sum"]["omitted"]]
+    intervals = [i["sum"]["bits_per_second"] for i in result["intervals"]
+                 if not i["sum"]["omitted"] and i["sum"]["end"] <= seconds + interval / 2]
     return (b1 - b0) * 8 / (t1 - t0), intervals
