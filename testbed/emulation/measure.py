@@ -103,6 +103,7 @@ def wan_frames(net):
 # read while it still flows, however long reading it takes (seconds under
 # a VM's software emulation).
 FLOW_TAIL = 1.0
+FLOW_START_TIMEOUT = 10.0   # seconds a flow may take to start carrying data
 
 
 def iperf3(net, src, dst, seconds=5.0, omit=1.0, interval=1.0, port=5201, started=None):
@@ -122,6 +123,7 @@ def iperf3(net, src, dst, seconds=5.0, omit=1.0, interval=1.0, port=5201, starte
         ["iperf3", "-c", net.ip(src), "-p", str(port), "-J", "-R",
          "-t", str(seconds + FLOW_TAIL), "-O", str(omit), "-i", str(interval)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    started_at = time.monotonic()
     try:
         if started is not None:
             started()
@@ -131,6 +133,13 @@ def iperf3(net, src, dst, seconds=5.0, omit=1.0, interval=1.0, port=5201, starte
         # emulation) falls before the count, not inside the window.
         b0 = acked_bytes(net, src, port)
         t0 = time.monotonic()
+        # On a slow machine the connection may carry nothing yet after
+        # `omit`: the window starts once it does (the flow lasts `omit`
+        # longer than the window, so the window still ends inside it).
+        while b0 == 0 and t0 - started_at < omit + FLOW_START_TIMEOUT:
+            time.sleep(0.1)
+            b0 = acked_bytes(net, src, port)
+            t0 = time.monotonic()
         time.sleep(max(0.5, seconds - 0.2))
         b1 = acked_bytes(net, src, port)
         t1 = time.monotonic()
@@ -150,7 +159,8 @@ def iperf3(net, src, dst, seconds=5.0, omit=1.0, interval=1.0, port=5201, starte
     if "error" in result:
         raise NetworkError(f"iperf3 {src} -> {dst}: {result['error']}")
     if b0 == 0 or b1 <= b0:
-        raise NetworkError(f"iperf3 {src} -> {dst}: no data flowed while measuring")
+        raise NetworkError(f"iperf3 {src} -> {dst}: no data flowed while measuring "
+                           f"({b0} then {b1} bytes acknowledged)")
     intervals = [i["sum"]["bits_per_second"] for i in result["intervals"]
                  if not i["sum"]["omitted"] and i["sum"]["end"] <= seconds + interval / 2]
     return (b1 - b0) * 8 / (t1 - t0), intervals
