@@ -13,6 +13,6 @@ testbed selftest --delay-backend netem || exit
 accel=$(systemd-detect-virt --vm)
 echo "Mininet tests in the VM (hypervisor: $accel)"
 if [ "$accel" = kvm ]; then
-  exec $python -m pytest tests/mininet -p no:cacheprovider --durations=15
+  exec $python -m pytest tests/mininet -v -p no:cacheprovider --durations=15
 fi
-exec $python -m pytest $(grep -v '^#' vm/tcg-tests.txt) -p no:cacheprovider --durations=15
+exec $python -m pytest $(grep -v "^#" vm/tcg-tests.txt) -v -p no:cacheprovider --durations=15
