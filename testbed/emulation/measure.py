@@ -69,6 +69,14 @@ def acked_bytes(net, host, port):
     return acked_by_port(out).get(port, 0)
 
 
+def timed_acked_bytes(net, host, port):
+    """(acked_bytes, the time it was returned, seconds it took to read)."""
+    before = time.monotonic()
+    acked = acked_bytes(net, host, port)
+    after = time.monotonic()
+    return acked, after, after - before
+
+
 def acked_by_port(ss_output):
     """{local port: bytes acked} from `ss -Htin state established` output,
     taking the busiest connection of each port (iperf3 also holds a control
@@ -131,16 +139,18 @@ def iperf3(net, src, dst, seconds=5.0, omit=1.0, interval=1.0, port=5201, starte
         # Each count's time is taken when `ss` has returned it: what it costs
         # to start ss (a large, varying share under a VM's software
         # emulation) falls before the count, not inside the window.
-        b0 = acked_bytes(net, src, port)
-        t0 = time.monotonic()
+        b0, t0, read_cost = timed_acked_bytes(net, src, port)
         # On a slow machine the connection may carry nothing yet after
         # `omit`: the window starts once it does (the flow lasts `omit`
         # longer than the window, so the window still ends inside it).
         while b0 == 0 and t0 - started_at < omit + FLOW_START_TIMEOUT:
             time.sleep(0.1)
-            b0 = acked_bytes(net, src, port)
-            t0 = time.monotonic()
-        time.sleep(max(0.5, seconds - 0.2))
+            b0, t0, read_cost = timed_acked_bytes(net, src, port)
+        # The window ends early enough that the last count, read as slowly
+        # as the first, is read before the flow ends; on the host that is
+        # `seconds` less 0.2 s.
+        flow_end = started_at + omit + seconds + FLOW_TAIL
+        time.sleep(max(0.5, min(seconds - 0.2, flow_end - 2 * read_cost - time.monotonic())))
         b1 = acked_bytes(net, src, port)
         t1 = time.monotonic()
         out, err = client.communicate(timeout=seconds + FLOW_TAIL + 30)
