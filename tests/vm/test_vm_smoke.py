@@ -40,7 +40,7 @@ def test_the_vm_boots_runs_doctor_and_a_netem_selftest_and_gives_the_exit_code_b
     assert re.search(r"qdisc netem\s.*ok\s.*available", out), out
     assert re.search(r"delay backend of a run\s.*netem \(kernel sch_netem\)", out), out
     assert "(delay backend: netem)" in out, out
-    rows = re.findall(r"^.*(RTT|goodput) .*$", out, re.M)
-    assert len(rows) == 3, out
+    rows = re.findall(r"^│ (RTT|goodput) .*│ (yes|no)\s*│$", out, re.M)
+    assert rows == [("RTT", "yes"), ("goodput", "yes"), ("goodput", "yes")], out
     assert "VM: the command exited 7" in out, out
 
