@@ -27,7 +27,8 @@ log = logging.getLogger(__name__)
 KEYS = {"sync", "overlay", "server_dc", "workload", "model", "dataset", "data_dir", "partition",
         "model_options", "dataset_options", "optimizer", "weight_decay", "betas", "lr_schedule",
         "loss", "metrics", "programs", "master_port", "user",
-        "batch_size", "lr", "momentum", "compute_time", "step_time", "eval_every", "seed", "stop", "chunk",
+        "batch_size", "lr", "momentum", "compute_time", "step_time", "eval_every", "eval_period", "seed",
+        "stop", "chunk",
         "overlay_options", "sync_options", "coordination",
         "dead_after", "probe"}
 STOP_KEYS = {"iterations", "time", "accuracy"}
@@ -88,6 +89,8 @@ class Experiment:
     compute_time: float = 0.1
     step_time: float = 0.0        # train: a step takes at least this long at speed 1.0 (0: as measured)
     eval_every: int = 10
+    # > 0: rank 0 evaluates on wall time, every this many seconds, instead of every eval_every rounds
+    eval_period: float = field(default=0.0, metadata={UNKEYED_AT_DEFAULT: True})
     seed: int = 0
     max_iterations: int = 200
     max_time: float = 600.0
@@ -219,6 +222,7 @@ def parse(raw, datacenters, base_dir=None):
         compute_time=check.duration(raw.get("compute_time", "100ms"), p("compute_time"), positive=True),
         step_time=step_time,
         eval_every=check.whole(raw.get("eval_every", 10), p("eval_every"), 1, 10**6),
+        eval_period=check.duration(raw.get("eval_period", 0), p("eval_period"), upper=3600.0),
         seed=check.whole(raw.get("seed", 0), p("seed"), 0, 2**31),
         max_iterations=iterations, max_time=max_time, target_accuracy=accuracy,
         chunk_bytes=chunk,
