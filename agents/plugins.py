@@ -232,9 +232,10 @@ def _file_hash(path):
 
 
 def _module_from_file(path):
-    """Import the module in `path` under a name of its own (its file's hash
-    in it, so two files of one name never meet in sys.modules)."""
-    digest = _file_hash(path)[:12]
+    """Import the module in `path` under a name of its own (a hash of its
+    path and source in it, so two files never meet in sys.modules, and an
+    edited file is a new module)."""
+    digest = hashlib.sha256(f"{path}\0{_file_hash(path)}".encode()).hexdigest()[:12]
     stem = os.path.splitext(os.path.basename(path))[0]
     name = f"geo_testbed_plugin_{stem}_{digest}"
     if name in sys.modules:

@@ -85,6 +85,7 @@ class Trainer(abc.ABC):
     which the runner may change while it runs."""
 
     speed = 1.0
+    REAL = False          # a real model: rank 0 keeps its final state in the run folder
 
     @abc.abstractmethod
     def gradients(self):
@@ -97,6 +98,10 @@ class Trainer(abc.ABC):
     def evaluate(self):
         """{"accuracy", "loss", and every metric's name: value} on held-out
         data, or None where there is none."""
+        return None
+
+    def evaluate_values(self, values):
+        """evaluate() of a copy holding `values` ({key: flat array})."""
         return None
 
     def data_share(self):
@@ -193,6 +198,8 @@ def floating_buffers(module):
 
 
 class TorchTrainer(Trainer):
+    REAL = True
+
     def __init__(self, workload, rank, workers, speed):
         import torch
         w = workload.settings
@@ -240,6 +247,19 @@ class TorchTrainer(Trainer):
         """In eval mode: dropout off, BatchNorm on its running statistics."""
         return evaluate(self.model, self.x_test, self.y_test, self.loss_fn, self.metrics)
 
+    def evaluate_values(self, values):
+        """evaluate() of a copy of the model holding `values` ({key: flat
+        array}), leaving the training model alone (another thread may
+        evaluate while this one trains)."""
+        import copy
+        if not hasattr(self, "_copy"):
+            self._copy = copy.deepcopy(self.model)
+            self._copy_buffers = floating_buffers(self._copy)
+        with self.torch.no_grad():
+            for k, p in list(self._copy.named_parameters()) + list(self._copy_buffers.items()):
+                p.copy_(self.torch.from_numpy(np.asarray(values[k]).reshape(p.shape)))
+        return evaluate(self._copy, self.x_test, self.y_test, self.loss_fn, self.metrics)
+
     def data_share(self):
         sizes = [len(shard(self.y_all, self.workers, r, self.w.partition, self.w.seed))
                  for r in range(self.workers)]
@@ -264,9 +284,24 @@ def evaluate(model, x_test, y_test, loss_fn, metrics=()):
     return result
 
 
+class Command(Workload):
+    """Programs of the user's own in the hosts, instead of the testbed's
+    agents (testbed/spec/programs.py, testbed/run/programs.py)."""
+    NAME = "command"
+    DESCRIPTION = "programs of your own (experiment.programs) in the hosts, with ranks and a rendezvous"
+    RUNS_PROGRAMS = True
+
+    def parameters(self):
+        raise TypeError("a command workload has no parameters of the testbed's")
+
+    def trainer(self, rank, workers, speed, params):
+        raise TypeError("a command workload runs programs, not trainers")
+
+
 WORKLOAD = Registry("workload", Workload, {
     "train": "agents.workload:Train",
     "synthetic": "agents.workload:Synthetic",
+    "command": "agents.workload:Command",
 })
 
 

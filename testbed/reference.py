@@ -12,6 +12,7 @@ import os
 import sys
 
 from agents.coflow.policies import COFLOW
+from agents.metrics import METRIC
 from agents.models import DATASET, MODEL
 from agents.overlay import OVERLAY
 from agents.sync import SYNC
@@ -25,6 +26,7 @@ KINDS = (  # (registry, heading, where topo.yaml names one, where its options go
     (WORKLOAD, "Workloads", "experiment.workload", None),
     (MODEL, "Models", "experiment.model", "experiment.model_options"),
     (DATASET, "Datasets", "experiment.dataset", "experiment.dataset_options"),
+    (METRIC, "Metrics", "experiment.metrics (a list)", None),
 )
 
 
@@ -46,7 +48,7 @@ def option_table(options):
 def systems_page():
     """docs/systems.md: every built-in of every plug-in kind and its options."""
     out = ["# Systems and their options", "",
-           "Every built-in sync scheme, overlay, coflow policy, workload, model and dataset, "
+           "Every built-in sync scheme, overlay, coflow policy, workload, model, dataset and metric, "
            "with the options topo.yaml may set.  Drawn from the registries by "
            "`python -m testbed.reference`; do not edit by hand.  Your own plug-ins are named "
            "the same way (see [extending](extending.md)).", ""]

@@ -29,6 +29,7 @@ import tempfile
 import threading
 
 from testbed.records.runfolder import is_run_name
+from testbed.run.provenance import plugin_files, relocated
 from testbed.sweeps import sweep
 
 RESOURCE = "testbed"
@@ -135,7 +136,7 @@ def _execute(ray, todo, tell, delay_backend):
     pending = {}
     for p in todo:
         with open(p.spec.source) as f:
-            pending[task.remote(p, f.read(), delay_backend, board)] = p
+            pending[task.remote(p, f.read(), delay_backend, board, plugin_files(p.spec))] = p
     where = {}
     try:
         while pending:
@@ -244,7 +245,7 @@ def repoint(run_dir, moves):
 # ------------------------------------------------------------ on a machine of the cluster
 
 
-def run_task(planned, source_text, delay_backend, board):
+def run_task(planned, source_text, delay_backend, board, plugins=None):
     """One setting on this machine, as a local sweep runs it.  Returns
     {machine, status, reason, name, tar} or {machine, error}."""
     ray = _ray()
@@ -258,7 +259,7 @@ def run_task(planned, source_text, delay_backend, board):
     scratch = tempfile.mkdtemp(prefix=f"{_own_tag()}-", dir=root)
     try:
         with _as_locally():
-            here = _localized(planned, source_text, scratch)
+            here = _localized(planned, source_text, scratch, plugins or {})
             try:
                 run, status, reason = sweep.attempt(
                     here, functools.partial(sweep.run_locally, delay_backend=delay_backend))
@@ -290,13 +291,20 @@ def scratch_root(path=None):
     return path
 
 
-def _localized(planned, source_text, scratch):
-    """The setting with its topo.yaml and run folder in this machine's
-    scratch folder (the driver's paths may not exist here)."""
+def _localized(planned, source_text, scratch, plugins):
+    """The setting with its topo.yaml, the plug-ins it names by file
+    ({driver's path: source}) and its run folder in this machine's scratch
+    folder (the driver's paths may not exist here)."""
     import dataclasses
     with open(os.path.join(scratch, "topo.yaml"), "w") as f:
         f.write(source_text)
-    spec = dataclasses.replace(planned.spec, source=os.path.join(scratch, "topo.yaml"))
+    moves = {}
+    for i, (path, text) in enumerate(sorted(plugins.items())):
+        os.makedirs(os.path.join(scratch, "plugins", str(i)))
+        moves[path] = os.path.join(scratch, "plugins", str(i), os.path.basename(path))
+        with open(moves[path], "w") as f:
+            f.write(text)
+    spec = relocated(dataclasses.replace(planned.spec, source=os.path.join(scratch, "topo.yaml")), moves)
     return dataclasses.replace(planned, spec=spec, folder=os.path.join(scratch, "runs"))
 
 
