@@ -560,7 +560,7 @@ def clean(include_running):
 def plugins(kind, options):
     """List the built-in and installed plug-ins by kind, with their options."""
     from agents.plugins import PluginError
-    from testbed.reference import KINDS
+    from testbed.docs.systems import KINDS
 
     for registry, heading, named, _ in KINDS:
         if kind and registry.kind != kind:
@@ -582,6 +582,14 @@ def plugins(kind, options):
     out.print("Name a plug-in that is neither by module:Class, or by its file: ./my_sync.py:Scheme")
 
 
+@click.command()
+def schema():
+    """Print a JSON Schema (draft 2020-12) of topo.yaml, for an editor or check-jsonschema."""
+    from testbed.docs.pages import schema_page
+
+    click.echo(schema_page(), nl=False)
+
+
 # Every `testbed` command; the group in __init__.py adds them.
 COMMANDS = (validate, net, doctor, selftest, run, inject, report, compare, sweep, reproduce, bound,
-            coflow_sim, plugins, clean)
+            coflow_sim, plugins, schema, clean)

@@ -383,10 +383,9 @@ def _values(item, target, path, max_speed):
     for key in ("delay", "jitter", "loss"):
         if key in item:
             values[key] = ENTRY[key].check(item[key], p(key))
-    if item.get("down") is True:
-        values["up"] = False
-    if item.get("up") is True:
-        values["up"] = True
+    for key in ("down", "up"):
+        if key in item and ENTRY[key].check(item[key], p(key)):
+            values["up"] = key == "up"
     return values
 
 

@@ -157,7 +157,7 @@ DIRECTION = Section("wan[].forward, wan[].reverse", "one direction's own setting
                     [Key(k.name, k.kind, k.help, low=k.low, high=k.high, default_text="the link's")
                      for k in LINK_SETTINGS])
 LINK = Section("wan[]", "one WAN link: two data centers, shaped at each sender's egress", [
-    Key("between", "pair", "the two data centers it joins", required=True,
+    Key("between", "pair", "the two data centers it joins",
         default_text="the preset's regions; required without one"),
     Key("preset", "text", "a measured AWS region pair (`aws/Virginia-Tokyo`): RTT/2 as the delay, "
                           "its bandwidth x preset_bw_scale as the rate", what="a preset like "
@@ -199,9 +199,10 @@ TOP = Section("", "the top of the file", [
     Key("preset_bw_scale", "number", "scales the rate of every link taken from a preset",
         default=DEFAULT_PRESET_BW_SCALE, low=0, high=1, above=True),
     Key("experiment", "mapping", "one experiment: what trains and how it synchronizes "
-                                 "(not with search)", section=experiment_section.EXPERIMENT),
+                                 "(not with search)", section=experiment_section.EXPERIMENT,
+        default_text="none"),
     Key("search", "mapping", "a hyper-parameter search instead of one experiment",
-        section=search_section.SEARCH),
+        section=search_section.SEARCH, default_text="none"),
     Key("dynamics", "list", "timed link and speed changes, traces and generators",
         default=[], item=Key("", "mapping", "", section=dynamics_section.ENTRY)),
 ])
@@ -290,6 +291,8 @@ def _build(doc, source, default_name):
     TOP.check_keys(doc, "")
     name = doc.get("name", default_name if NAME_RE.fullmatch(default_name or "") else "topo")
     name = _name(name, "name")
+    if "description" in doc:
+        TOP.read(doc, "description", "")
     if "datacenters" not in doc:
         raise SpecError("datacenters", "missing: list the data centers")
     dcs = _datacenters(doc["datacenters"])
