@@ -4,6 +4,7 @@ setup(
     name="geo-testbed",
     version="0.1.0",
     description="Mininet testbed for distributed machine learning across emulated WANs",
+    license="MIT",
     packages=find_packages(include=["testbed", "testbed.*", "agents", "agents.*"]),
     # The delay line's C source: scripts/install.sh compiles it, and an installed
     # package still carries it (testbed doctor says how to build it).

@@ -169,7 +169,8 @@ def topo_yaml_page():
            "```yaml",
            "# yaml-language-server: $schema=../docs/topo.schema.json",
            "```", "",
-           "(`docs/topo.schema.json` is the schema as committed, a path relative to the file.)  "
+           "(a path relative to the file: `docs/topo.schema.json` is the schema as committed, and "
+           "the files in `topologies/` start with this line.)  "
            "From a shell, with [check-jsonschema](https://pypi.org/project/check-jsonschema/) "
            "(installed by `make test`):", "",
            "```sh", CHECK_EXAMPLE.rstrip(), "```", ""]
