@@ -13,6 +13,66 @@ TYPES = {"whole": "whole number", "number": "number", "speed": "relative speed",
          "mapping": "mapping", "list": "list"}
 UNITS = {"time": "s", "rate": "bit/s", "size": "bytes", "loss": "fraction", "share": "fraction",
          "queue": "frames, bytes or BDPs", "models": "MB"}
+# A file that uses most keys, with a word on each; tests/unit/test_schema.py
+# checks that the validator and the schema take it.
+EXAMPLE = """\
+name: example
+lan: {bw: 1gbit}                      # each host's NIC in a data center, both ways
+tcp: {slow_start_after_idle: false}   # the hosts' TCP; unset: the kernel's default (on)
+datacenters:
+  - {name: virginia, workers: 2, servers: 1, compute: 1.0}
+  - {name: frankfurt, workers: 2, compute: [1.0, 0.5]}   # per-worker speed
+  - {name: tokyo, workers: 2}
+wan:
+  - between: [virginia, frankfurt]
+    bw: 50mbit                         # rate on the wire (frames with headers)
+    delay: 20ms                        # one way
+    jitter: 1ms                        # each frame's delay uniform in 19-21 ms (the backends differ on order)
+    loss: 0.1%
+    queue: 1bdp                        # or 100 (frames) or 256kb; default 1 round-trip BDP
+    reverse: {bw: 10mbit}              # b -> a overrides; `forward:` for a -> b
+  - preset: aws/Virginia-Tokyo         # measured RTT/2 and bandwidth x preset_bw_scale
+preset_bw_scale: 0.05
+experiment:
+  sync: ssgd                           # bulk-synchronous SGD; fedavg, fedasync, esync, nbsync (docs/systems.md)
+  sync_options: {}                     # the scheme's parameters, e.g. {local_steps: 5} for fedavg
+  overlay: ps                          # parameter-server star; mlnet, tsengine, netstorm (docs/systems.md)
+  overlay_options: {}                  # the overlay's parameters, e.g. {k: 3} for mlnet
+  coordination: wan                    # or management: the coordinator on an unshaped network
+  server_dc: virginia                  # servers are that DC's `servers:` hosts, keys sharded across them
+  workload: train                      # or synthetic: exact parameter shapes, emulated compute
+  model: mlp                           # train: mlp, cnn; synthetic: resnet18, resnet50, vgg16, bert-base
+  dataset: digits                      # ships with scikit-learn; mnist/cifar10 from data_dir
+  partition: iid                       # or noniid (by label)
+  batch_size: 32
+  lr: 0.1
+  compute_time: 100ms                  # synthetic: per iteration at speed 1.0
+  # step_time: 40ms                     # train: a step lasts at least this at speed 1.0 (a slower device)
+  eval_every: 10
+  chunk: 1mib                          # transport chunk size
+  dead_after: 5s                       # a silent peer is dead after this; live ones beat every tenth of it (0.5 s at least)
+  stop: {accuracy: 0.9, iterations: 400, time: 3min}
+  probe: {period: 2500ms, budget: 5%}  # one probe per DC: bandwidth and RTT estimates (also steady_budget)
+dynamics:                              # times count from the start of the agents
+  - {at: 30s, link: [virginia, tokyo], bw: 5mbit, delay: 80ms}   # both directions
+  - {at: 40s, link: [virginia, tokyo], direction: forward, loss: 1%}
+  - {at: 50s, link: [virginia, tokyo], down: true}              # then {up: true}
+  - {at: 20s, worker: tokyo-w0, speed: 0.3}                     # or dc: tokyo
+  - {trace: traces/diurnal.csv, link: [virginia, tokyo], loop: true}
+  - {generator: square, link: [virginia, frankfurt], low: 5mbit, high: 20mbit, period: 20s}
+  - {generator: random_walk, link: [virginia, frankfurt], low: 5mbit, high: 50mbit, step: 5mbit, every: 2s, seed: 1}
+  - {generator: step, dc: tokyo, from: 1.0, to: 0.5, at: 30s}
+  - {generator: uniform, link: [tokyo, virginia], direction: forward, low: 1mbit, high: 6mbit, every: 10s, seed: 2}
+"""
+# Shipped files to start from, and what each shows.
+STARTERS = (("quickstart.yaml", "3 DCs, the one `make run` trains"),
+            ("mesh-4dc.yaml", "a partial mesh, routed through an intermediate DC"),
+            ("aws-5-region.yaml", "five AWS regions from measured inter-region latency and bandwidth"),
+            ("fluctuating.yaml", "the quickstart's WAN alive: a step, a diurnal trace, a slowed worker"),
+            ("netstorm-9dc.yaml", "NetStorm's 9-DC, 13-link WAN, scaled 25x down"),
+            ("netstorm-9dc-dynamic.yaml", "the same, every link direction redrawn every 10 s"),
+            ("nbsync-4dc.yaml", "compute speeds spread 1x-8x over a slow WAN"),
+            ("hpsearch.yaml", "a hyper-parameter search with coflow scheduling"))
 # How the file itself says a check of it is run; tests/unit/test_schema.py runs this block.
 CHECK_EXAMPLE = """\
 testbed schema > topo.schema.json
@@ -156,6 +216,11 @@ def topo_yaml_page():
            "A file needs `datacenters` and `wan`; it runs one `experiment` or one `search`; "
            "`dynamics` changes the WAN while it runs.  Quantities carry their units:", "",
            *_units(), "",
+           "## An example", "",
+           "Each key is in the tables below; `#` comments say what it does.", "",
+           "```yaml", EXAMPLE.rstrip(), "```", "",
+           "Files to start from, in `topologies/`:", "",
+           *[f"- [`{name}`](../topologies/{name}): {what}" for name, what in STARTERS], "",
            "## Checking a file", "",
            "`testbed validate FILE` checks everything, the file as a whole included (a link's ends "
            "exist, the WAN is connected, a scheme fits its overlay); a mistake is one line naming "

@@ -10,6 +10,7 @@ import re
 import pytest
 
 from testbed.docs.markdown import anchor
+from testbed.docs.topo_yaml import STARTERS
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 PAGES = [os.path.join(ROOT, "README.md")] + sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))
@@ -53,3 +54,8 @@ def test_every_shipped_topology_names_the_committed_schema_for_its_editor():
         assert found, f"{path}: no yaml-language-server line"
         target = os.path.normpath(os.path.join(os.path.dirname(path), found.group(1)))
         assert target == os.path.join(ROOT, "docs", "topo.schema.json"), path
+
+
+def test_the_reference_lists_every_shipped_topology_to_start_from():
+    shipped = {os.path.basename(p) for p in glob.glob(os.path.join(ROOT, "topologies", "*.yaml"))}
+    assert {name for name, _ in STARTERS} == shipped

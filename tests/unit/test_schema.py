@@ -20,7 +20,7 @@ import yaml
 
 from testbed import spec as S
 from testbed.docs import pages
-from testbed.docs.topo_yaml import CHECK_EXAMPLE
+from testbed.docs.topo_yaml import CHECK_EXAMPLE, EXAMPLE
 from testbed.spec import dynamics, topology
 from testbed.spec.schema import schema
 from testbed.spec.units import parse_size
@@ -171,6 +171,8 @@ def test_every_shipped_topology_and_recipe_base_passes_the_schema(path):
 
 def test_a_file_that_uses_every_key_passes_the_schema():
     assert list(VALIDATOR.iter_errors(yaml.safe_load(EVERY_KEY))) == []
+    S.loads(EXAMPLE, source=SOURCE)                 # the reference page's example
+    assert list(VALIDATOR.iter_errors(yaml.safe_load(EXAMPLE))) == []
     for doc in (yaml.safe_load(TRAIN), yaml.safe_load(SEARCH), *[
             {**yaml.safe_load(TRAIN), "dynamics": [entry]} for entry in ENTRIES.values()]):
         S.loads(yaml.safe_dump(doc), source=SOURCE)
