@@ -267,9 +267,24 @@ def evaluate(model, x_test, y_test, loss_fn, metrics=()):
     return result
 
 
+class Command(Workload):
+    """Programs of the user's own in the hosts, instead of the testbed's
+    agents (testbed/spec/programs.py, testbed/run/programs.py)."""
+    NAME = "command"
+    DESCRIPTION = "programs of your own (experiment.programs) in the hosts, with ranks and a rendezvous"
+    RUNS_PROGRAMS = True
+
+    def parameters(self):
+        raise TypeError("a command workload has no parameters of the testbed's")
+
+    def trainer(self, rank, workers, speed, params):
+        raise TypeError("a command workload runs programs, not trainers")
+
+
 WORKLOAD = Registry("workload", Workload, {
     "train": "agents.workload:Train",
     "synthetic": "agents.workload:Synthetic",
+    "command": "agents.workload:Command",
 })
 
 

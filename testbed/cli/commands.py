@@ -29,9 +29,11 @@ def fail(message, code=EXIT_BAD_INPUT):
     sys.exit(code)
 
 
-def load_spec(path):
+def load_spec(path, settings=()):
+    """The validated Spec of a file, with `settings` (--set PATH=VALUE) applied."""
+    from testbed.spec.overrides import assignment
     try:
-        return specmod.load(path)
+        return specmod.load(path, [assignment(text) for text in settings])
     except specmod.SpecError as e:
         fail(f"{path}: {e}")
 
@@ -171,12 +173,15 @@ def selftest(file, delay_backend, seconds):
               help="serve a live page of the run on 127.0.0.1 (its address, with a token, is printed)")
 @click.option("--ui-port", default=0, show_default=True, type=click.IntRange(0, 65535),
               help="the live page's port; 0 takes a free one")
-def run(file, delay_backend, runs_root, with_console, with_ui, ui_port):
+@click.option("--set", "settings", multiple=True, metavar="PATH=VALUE",
+              help="override one setting, e.g. --set experiment.lr=0.05 (repeatable; validated, "
+                   "and recorded in the run folder)")
+def run(file, delay_backend, runs_root, with_console, with_ui, ui_port, settings):
     """Build the network, run the experiment, report, tear down."""
     from testbed.analysis import report as reportmod
     from testbed.run import runner
 
-    spec = load_spec(file)
+    spec = load_spec(file, settings)
     if spec.experiment is None and spec.search is None:
         fail(f"{file}: experiment: missing: add an experiment section to run (see "
              "topologies/quickstart.yaml) or a search section (see topologies/hpsearch.yaml)")
@@ -199,6 +204,7 @@ def run(file, delay_backend, runs_root, with_console, with_ui, ui_port):
         if live is not None:
             live.start()
         outcome = runner.run(spec, runs_root, delay_backend, show=show, say=click.echo,
+                             overrides=list(settings),
                              on_folder=lambda f: click.echo(f"run folder: {f.path}"),
                              console=_start_console if with_console else None,
                              ui=_live_page(ui_port) if with_ui else None)
@@ -212,8 +218,8 @@ def run(file, delay_backend, runs_root, with_console, with_ui, ui_port):
         restore()
     summary = outcome.folder.read_json("summary.json", {})
     out.print(tables.summary_table(summary, f"run {os.path.basename(outcome.folder.path)}"))
-    out.print("plots: " + ", ".join(outcome.folder.file(p)
-                                    for p in reportmod.PLOTS + reportmod.search_report.PLOTS
+    plots = dict.fromkeys(reportmod.PLOTS + reportmod.search_report.PLOTS + reportmod.programs_report.PLOTS)
+    out.print("plots: " + ", ".join(outcome.folder.file(p) for p in plots
                                     if os.path.exists(outcome.folder.file(p))))
     if outcome.status != "completed":
         fail(f"the run failed: {outcome.reason}", EXIT_CANNOT)
@@ -590,6 +596,29 @@ def schema():
     click.echo(schema_page(), nl=False)
 
 
+@click.command()
+@click.argument("run_dir", type=click.Path(file_okay=False))
+@click.option("--parquet", "out_dir", metavar="DIR", help="write each table as DIR/TABLE.parquet")
+@click.option("--csv", "csv_dir", metavar="DIR", help="write each table as DIR/TABLE.csv")
+def export(run_dir, out_dir, csv_dir):
+    """Write a run's records as tables (iterations, evaluations, links, ...)."""
+    from testbed.api import Run
+
+    if not out_dir and not csv_dir:
+        fail("testbed export needs --parquet DIR or --csv DIR")
+    try:
+        run = Run(_run_dir(run_dir))
+    except FileNotFoundError as e:
+        fail(str(e))
+    for target, fmt in ((out_dir, "parquet"), (csv_dir, "csv")):
+        if target:
+            try:
+                paths = run.export(target, fmt)
+            except ImportError:
+                fail("parquet files need pyarrow: pip install pyarrow (or use --csv)", EXIT_CANNOT)
+            out.print(f"wrote {len(paths)} tables to {target}")
+
+
 # Every `testbed` command; the group in __init__.py adds them.
 COMMANDS = (validate, net, doctor, selftest, run, inject, report, compare, sweep, reproduce, bound,
-            coflow_sim, plugins, schema, clean)
+            coflow_sim, plugins, schema, export, clean)

@@ -119,6 +119,8 @@ def _bounds_as_run_line(summary):
 def summary_table(summary, title):
     if "search" in summary:
         return search_table(summary, title)
+    if "programs" in summary:
+        return programs_table(summary, title)
     table = Table(title=title, title_justify="left", show_header=False)
     table.add_column("what")
     table.add_column("value")
@@ -151,11 +153,7 @@ def summary_table(summary, title):
             ("time to target", f"{_fmt(summary['time_to_target'], 's')} (target "
                                f"{_fmt(summary['target_accuracy'], 'frac')})")):
         table.add_row(label, value)
-    for name, w in summary["wan"].items():
-        configured = w.get("configured_rate_mean")
-        table.add_row(f"WAN {name}", f"{w['bytes'] / 1e6:.1f} MB, mean {w['mean_throughput'] / 1e6:.2f} "
-                                     f"Mbit/s of {_fmt_mbit(configured)} configured (mean over the "
-                                     f"same time), {_fmt_mbit(w['configured_rate_final'])} at the end")
+    _wan_rows(table, summary)
     for name, q in summary.get("probe", {}).items():
         follow = ", ".join("-" if f is None else f"{f:.1f}s" for f in q["follow_seconds"])
         overhead = "-" if q["overhead"] is None else f"{q['overhead'] * 100:.1f}%"
@@ -165,6 +163,35 @@ def summary_table(summary, title):
     table.add_row("delay emulated by", summary["environment"].get("delay_backend", "-"))
     table.add_row("TCP congestion control", summary["environment"].get("tcp_congestion_control", "-"))
     table.add_row("TCP slow start after idle", summary["environment"].get("tcp_slow_start_after_idle", "-"))
+    table.add_row("machine CPU", cpu.describe(summary.get("cpu")))
+    return table
+
+
+def _wan_rows(table, summary):
+    for name, w in summary["wan"].items():
+        configured = w.get("configured_rate_mean")
+        table.add_row(f"WAN {name}", f"{w['bytes'] / 1e6:.1f} MB, mean {w['mean_throughput'] / 1e6:.2f} "
+                                     f"Mbit/s of {_fmt_mbit(configured)} configured (mean over the "
+                                     f"same time), {_fmt_mbit(w['configured_rate_final'])} at the end")
+
+
+def programs_table(summary, title):
+    """A run of programs: each process's end, the WAN, the metrics' last values."""
+    table = Table(title=title, title_justify="left", show_header=False)
+    table.add_column("what")
+    table.add_column("value")
+    table.add_row("status", status_line(summary))
+    table.add_row("why", summary["reason"].splitlines()[0] if summary.get("reason") else "-")
+    table.add_row("programs time", _fmt(summary.get("wall_time"), "s"))
+    for p in summary["programs"]:
+        end = "running at the end" if p["code"] is None else f"exit {p['code']}"
+        table.add_row(f"rank {p['rank']} on {p['host']}", f"{end} after {_fmt(p['seconds'], 's')}: "
+                                                          f"{p['command']}")
+    _wan_rows(table, summary)
+    for host, values in summary.get("metrics", {}).items():
+        table.add_row(f"metrics of {host}", ", ".join(f"{k} {v:g}" for k, v in values.items()))
+    table.add_row("link changes", str(summary.get("link_changes", 0)))
+    table.add_row("delay emulated by", summary["environment"].get("delay_backend", "-"))
     table.add_row("machine CPU", cpu.describe(summary.get("cpu")))
     return table
 

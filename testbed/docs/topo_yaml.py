@@ -10,6 +10,7 @@ TYPES = {"whole": "whole number", "number": "number", "speed": "relative speed",
          "rate": "rate", "size": "size", "loss": "share", "share": "share", "word": "word",
          "flag": "true or false", "text": "text", "name": "name", "pair": "[DC, DC]",
          "queue": "queue", "plugin": "plug-in", "options": "mapping", "models": "mapping",
+         "hosts": "word or list of hosts", "env": "mapping",
          "mapping": "mapping", "list": "list"}
 UNITS = {"time": "s", "rate": "bit/s", "size": "bytes", "loss": "fraction", "share": "fraction",
          "queue": "frames, bytes or BDPs", "models": "MB"}
@@ -34,9 +35,9 @@ wan:
   - preset: aws/Virginia-Tokyo         # measured RTT/2 and bandwidth x preset_bw_scale
 preset_bw_scale: 0.05
 experiment:
-  sync: ssgd                           # bulk-synchronous SGD; fedavg, fedasync, esync, nbsync (docs/systems.md)
+  sync: ssgd                           # bulk-synchronous SGD; fedavg, fedasync, esync, nbsync
   sync_options: {}                     # the scheme's parameters, e.g. {local_steps: 5} for fedavg
-  overlay: ps                          # parameter-server star; mlnet, tsengine, netstorm (docs/systems.md)
+  overlay: ps                          # parameter-server star; mlnet, tsengine, netstorm, planner
   overlay_options: {}                  # the overlay's parameters, e.g. {k: 3} for mlnet
   coordination: wan                    # or management: the coordinator on an unshaped network
   server_dc: virginia                  # servers are that DC's `servers:` hosts, keys sharded across them
@@ -50,7 +51,7 @@ experiment:
   # step_time: 40ms                     # train: a step lasts at least this at speed 1.0 (a slower device)
   eval_every: 10
   chunk: 1mib                          # transport chunk size
-  dead_after: 5s                       # a silent peer is dead after this; live ones beat every tenth of it (0.5 s at least)
+  dead_after: 5s                       # a silent peer is dead after this
   stop: {accuracy: 0.9, iterations: 400, time: 3min}
   probe: {period: 2500ms, budget: 5%}  # one probe per DC: bandwidth and RTT estimates (also steady_budget)
 dynamics:                              # times count from the start of the agents
@@ -60,9 +61,11 @@ dynamics:                              # times count from the start of the agent
   - {at: 20s, worker: tokyo-w0, speed: 0.3}                     # or dc: tokyo
   - {trace: traces/diurnal.csv, link: [virginia, tokyo], loop: true}
   - {generator: square, link: [virginia, frankfurt], low: 5mbit, high: 20mbit, period: 20s}
-  - {generator: random_walk, link: [virginia, frankfurt], low: 5mbit, high: 50mbit, step: 5mbit, every: 2s, seed: 1}
+  - {generator: random_walk, link: [virginia, frankfurt], low: 5mbit, high: 50mbit, step: 5mbit,
+     every: 2s, seed: 1}
   - {generator: step, dc: tokyo, from: 1.0, to: 0.5, at: 30s}
-  - {generator: uniform, link: [tokyo, virginia], direction: forward, low: 1mbit, high: 6mbit, every: 10s, seed: 2}
+  - {generator: uniform, link: [tokyo, virginia], direction: forward, low: 1mbit, high: 6mbit,
+     every: 10s, seed: 2}
 """
 # Shipped files to start from, and what each shows.
 STARTERS = (("quickstart.yaml", "3 DCs, the one `make run` trains"),
@@ -153,6 +156,10 @@ def _range(key):
         text = "the plug-in's ([systems](systems.md))"
     elif kind == "models":
         text = "names to sizes above 0"
+    elif kind == "hosts":
+        text = "`workers`, `servers`, `all`, a data center, or host names"
+    elif kind == "env":
+        text = "names to strings or numbers"
     elif kind == "list":
         text = _range(key.item) if key.item.kind != "mapping" else ""
         if key.length:

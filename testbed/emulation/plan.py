@@ -169,18 +169,29 @@ def make_plan(spec: Spec, run_id: str, with_relays: bool, management=False) -> N
                        hosts=tuple(hosts), wan=tuple(wan), routes=tuple(routes), management=mgmt)
 
 
-def shortest_next_hops(spec: Spec):
-    """{(src_dc, dst_dc): next_dc} along least-delay paths.
+# OSPF's reference bandwidth for `routing: bandwidth`: a direction costs this over its rate.
+REFERENCE_RATE = 1e11
 
-    A link's cost is its round-trip delay (in whole nanoseconds, so equal
-    sums compare equal); ties go to fewer hops, then to the neighbour listed
-    first in `datacenters`, so routes are deterministic and the same in both
-    directions on symmetric links."""
+
+def shortest_next_hops(spec: Spec):
+    """{(src_dc, dst_dc): next_dc} along the least-cost paths of the spec's
+    routing.
+
+    `delay`: a link's cost is its round-trip delay (in whole nanoseconds,
+    so equal sums compare equal).  `bandwidth`: a direction's cost is
+    REFERENCE_RATE over its rate, rounded to a whole number at least 1 (as
+    OSPF's interface costs, so a path's cost sums its links' inverse
+    rates and the widest links win).  Ties go to fewer hops, then to the
+    neighbour listed first in `datacenters`, so routes are deterministic
+    and the same in both directions on symmetric links."""
     order = {dc.name: i for i, dc in enumerate(spec.datacenters)}
-    g = nx.Graph()
+    g = nx.DiGraph()
     g.add_nodes_from(order)
     for link in spec.wan:
-        g.add_edge(link.a, link.b, cost=round((link.ab.delay + link.ba.delay) * 1e9))
+        for (a, b, d) in ((link.a, link.b, link.ab), (link.b, link.a, link.ba)):
+            cost = (round((link.ab.delay + link.ba.delay) * 1e9) if spec.routing == "delay"
+                    else max(1, round(REFERENCE_RATE / d.rate)))
+            g.add_edge(a, b, cost=cost)
     hops = {}
     for src in order:
         for dst in order:

@@ -19,6 +19,8 @@ def named(spec):
     if spec.search is not None:
         return [(COFLOW, spec.search.policy)]
     exp = spec.experiment
+    if exp.programs:
+        return [(WORKLOAD, exp.workload)]
     out = [(SYNC, exp.sync), (OVERLAY, exp.overlay), (WORKLOAD, exp.workload)]
     out.append((MODEL, "flat" if flat_size(exp.model) is not None else exp.model))
     if exp.dataset:

@@ -27,13 +27,13 @@ from testbed.emulation import network
 from testbed.emulation.plan import shortest_next_hops
 from testbed.emulation.shield import signals_deferred
 from testbed.records.runfolder import RunFolder
-from testbed.run import control, dynamics, provenance, runend, search
+from testbed.run import control, dynamics, programs, provenance, runend, search
 from testbed.run.linksampler import LinkSampler
 
 log = logging.getLogger(__name__)
 AGENT_PORT = 7000
-# The agents whose end ends the run: an experiment's workers, a search's machines.
-ENDS_RUN = ("worker", "machine")
+# The agents whose end ends the run: an experiment's workers, a search's machines, programs.
+ENDS_RUN = ("worker", "machine", "program")
 PROBE_PORT = 7100          # UDP trains and echoes; PUB on the next port
 PROBE_LEAD = 2.0           # seconds from writing the probes' settings to their first period
 COORDINATOR_PORT = 7200
@@ -111,18 +111,22 @@ def agent_configs(spec, net, folder):
         servers=servers, workers=workers, layout=layout,
         transport=transport, probes=probes, coordinator=coordinator,
         view=ViewSection(probe_pub_port=PROBE_PORT + 1)))
-    if exp.probe:
-        settings = probe_settings(spec, configs)
-        agents = list(configs)
-        for rank, p in enumerate(probes):
-            # Passive measurements: the transfers the agents of this DC receive.
-            own = [c.events for c in agents if c.dc == p.dc]
-            configs.append(AgentConfig(
-                name=p.name, role="probe", dc=p.dc, host=p.host, port=p.port,
-                events=folder.agent_file(p.name, "jsonl"), rank=rank, probes=probes,
-                probe=ProbeSection(**settings, passive_events=own,
-                                   link_intfs=links_into(net.plan, p.dc))))
-    return configs
+    return configs + probe_configs(spec, net, folder, configs)
+
+
+def probe_configs(spec, net, folder, agents=()):
+    """One probe AgentConfig per DC when the experiment asks for probes;
+    each reads the transfers `agents` of its DC receive (passively)."""
+    if not spec.experiment.probe:
+        return []
+    probes = probe_peers(spec, net)
+    settings = probe_settings(spec, agents)
+    return [AgentConfig(name=p.name, role="probe", dc=p.dc, host=p.host, port=p.port,
+                        events=folder.agent_file(p.name, "jsonl"), rank=rank, probes=probes,
+                        probe=ProbeSection(**settings, passive_events=[c.events for c in agents
+                                                                       if c.dc == p.dc],
+                                           link_intfs=links_into(net.plan, p.dc)))
+            for rank, p in enumerate(probes)]
 
 
 def overlay_layout(spec, servers, workers):
@@ -298,6 +302,7 @@ class Progress:
         self.sync = None
         self.moved = 0.0               # WAN bytes since the last iteration ended
         self.coflows = self.stages = 0  # a search's, from its scheduler
+        self.programs = False           # a run of programs: no iterations of the testbed's
         self._shown_at = None
 
     def take(self, events):
@@ -320,9 +325,13 @@ class Progress:
         if self._shown_at is not None:
             self.moved += sum(throughput.values()) / 8 * max(0.0, elapsed - self._shown_at)
         self._shown_at = elapsed
-        parts = [f"{elapsed:6.1f}s", f"iter {self.iteration}, {self.moved / 1e6:.1f} MB moved"
-                 if not (self.coflows or self.stages)
-                 else f"{self.stages} stages, {self.coflows} coflows done"]
+        if self.programs:
+            done = f"{self.moved / 1e6:.1f} MB moved"
+        elif self.coflows or self.stages:
+            done = f"{self.stages} stages, {self.coflows} coflows done"
+        else:
+            done = f"iter {self.iteration}, {self.moved / 1e6:.1f} MB moved"
+        parts = [f"{elapsed:6.1f}s", done]
         if self.loss is not None:
             parts.append(f"loss {self.loss:.3f}")
         if self.accuracy is not None:
@@ -335,24 +344,28 @@ class Progress:
         return " | ".join(parts)
 
 
-def watch(agents, max_time, folder, sampler, show):
+def watch(agents, max_time, folder, sampler, show, every_poll=lambda: None):
     """Until the workers (a search's machines) finish, an agent dies or
     time runs out.  Returns what ended it (a runend constant) and, for a
     failure, why."""
     started = time.monotonic()
-    # What the line shows comes from the first worker, or a search's scheduler.
-    shown = next(a for a in agents if a.role in ("worker", "scheduler"))
-    tail = EventTail(folder.agent_file(shown.name, "jsonl"))
+    # What the line shows comes from the first worker, or a search's scheduler
+    # (programs log no events of the testbed's: their line shows the WAN alone).
+    shown = next((a for a in agents if a.role in ("worker", "scheduler")), None)
+    tail = EventTail(folder.agent_file(shown.name, "jsonl")) if shown else None
     progress = Progress()
+    progress.programs = shown is None
     last_show = 0.0
     while True:
         for a in agents:
             code = a.proc.poll()
             if code not in (None, 0):
                 tail_lines = log_tail(a.log_path)
-                reason = f"agent {a.name} {describe_exit(code)}"
-                return runend.AGENT_FAILURE, reason + ("; its log ends:\n  " + "\n  ".join(tail_lines)
-                                           if tail_lines else "")
+                program = a.role == "program"
+                reason = f"{'the program on' if program else 'agent'} {a.name} {describe_exit(code)}"
+                return runend.AGENT_FAILURE, reason + (
+                    f"; its {'stderr' if program else 'log'} ends:\n  " + "\n  ".join(tail_lines)
+                    if tail_lines else "")
         workers = [a for a in agents if a.role in ENDS_RUN]
         if all(a.proc.poll() == 0 for a in workers):
             servers = [a for a in agents if a.role == "server"]
@@ -368,7 +381,9 @@ def watch(agents, max_time, folder, sampler, show):
         elapsed = time.monotonic() - started
         if elapsed > max_time:
             return runend.TIME, ""
-        progress.take(tail.read())
+        every_poll()
+        if tail is not None:
+            progress.take(tail.read())
         if time.monotonic() - last_show >= 0.5:
             show(progress.line(elapsed, sampler.latest))
             last_show = time.monotonic()
@@ -423,8 +438,23 @@ def conclude(seen, detail, exp, folder):
                            exp.max_iterations, exp.max_time)
 
 
+def start_programs(spec, net, folder):
+    """A command workload's programs, started in their hosts: [(Process,
+    Running, its stderr file)]."""
+    exp = spec.experiment
+    user = programs.user_of(exp.user)
+    hosts = {h.name: (h.dc, h.ip, h.intf) for h in net.plan.hosts}
+    try:
+        started = programs.start(programs.plan(exp, hosts, folder, user[3]), net, folder, user,
+                                 cwd=os.path.dirname(spec.source))
+    except programs.ProgramError as e:
+        raise RunError(str(e)) from None
+    runner_event(folder, "programs_started", hosts=[p.host for p, _, _ in started])
+    return started
+
+
 def run(spec, runs_root, delay_backend="auto", show=print, say=print, on_folder=lambda folder: None,
-        console=None, agent_start="launcher", ui=None):
+        console=None, agent_start="launcher", ui=None, overrides=(), source_text=None):
     """Run the experiment of a Spec.  Returns an Outcome; the run folder is
     always left with its status, events, samples, summary and plots.  show() gets
     the progress line, say() messages; console(commands), if given, starts
@@ -432,7 +462,10 @@ def run(spec, runs_root, delay_backend="auto", show=print, say=print, on_folder=
     starts a page that watches and changes the run and returns it (its
     stop() is called at the end, whatever the end).  agent_start: "launcher"
     forks the agents from one interpreter that imported torch once;
-    "popen" starts each as an interpreter of its own."""
+    "popen" starts each as an interpreter of its own.  overrides: the
+    --set PATH=VALUE texts the Spec was made with, recorded beside the
+    file; source_text: the topology's text where it is not spec.source's
+    (an experiment built in Python)."""
     if agent_start not in AGENT_STARTS:
         raise RunError(f"agent_start is {agent_start!r}, not one of {', '.join(AGENT_STARTS)}")
     if spec.experiment is None and spec.search is None:
@@ -440,15 +473,24 @@ def run(spec, runs_root, delay_backend="auto", show=print, say=print, on_folder=
                        "so there is nothing to run")
     network.check_buildable(spec, delay_backend)  # before any folder is made
     max_time = (spec.search or spec.experiment).max_time
-    with open(spec.source) as f:
-        source_text = f.read()
+    if source_text is None:
+        with open(spec.source) as f:
+            source_text = f.read()
     found = provenance.origins(spec)
     env = agent_env(provenance.import_roots(found))
     folder = RunFolder.create(runs_root, spec, source_text)
     on_folder(folder)
     folder.write_json("plugins.json", [o.to_dict() for o in found])
+    if overrides:
+        folder.write_json("overrides.json", list(overrides))
     seen, detail = runend.ERROR, "the run did not start"
     agents, sampler, net, engine, server, launcher, page = [], None, None, None, None, None, None
+    started, user, metrics = [], None, None
+    if spec.experiment is not None and spec.experiment.programs:
+        try:
+            user = programs.user_of(spec.experiment.user)
+        except programs.ProgramError as e:
+            raise RunError(str(e)) from None
     try:
         runner_event(folder, "starting", agent_start=agent_start)
         if agent_start == "launcher":
@@ -470,14 +512,23 @@ def run(spec, runs_root, delay_backend="auto", show=print, say=print, on_folder=
         server = control.ControlServer(commands, folder.path).start()
         if ui:
             page = ui(commands)
-        configs = (search.agent_configs(spec, net, folder, AGENT_PORT, COORDINATOR_PORT)
-                   if spec.search else agent_configs(spec, net, folder))
-        agents = launch(net, configs, folder, launcher, env)
+        if spec.search:
+            configs = search.agent_configs(spec, net, folder, AGENT_PORT, COORDINATOR_PORT)
+        elif spec.experiment.programs:
+            configs = probe_configs(spec, net, folder)
+        else:
+            configs = agent_configs(spec, net, folder)
+        agents = launch(net, configs, folder, launcher, env) if configs else []
+        if spec.experiment is not None and spec.experiment.programs:
+            started = start_programs(spec, net, folder)
+            agents += [Agent(p.host, "program", r, err) for p, r, err in started]
         # Dynamics times count from here: the moment the agents start.
         engine.run(spec.dynamics, horizon=max_time)
         if console:
             console(commands)
-        seen, detail = watch(agents, max_time, folder, sampler, show)
+        metrics = programs.MetricsTail(folder, started) if started else None
+        seen, detail = watch(agents, max_time, folder, sampler, show,
+                             metrics.collect if metrics else (lambda: None))
     except KeyboardInterrupt:
         seen, detail = runend.INTERRUPTED, "interrupted by the user"
     except BaseException as e:
@@ -489,14 +540,22 @@ def run(spec, runs_root, delay_backend="auto", show=print, say=print, on_folder=
                 if part:
                     part.stop()
             stop_agents(agents)
+            if started:
+                programs.record(folder, started, user[0])
+            if metrics:
+                metrics.collect()            # what the programs wrote at their very end
             if launcher:
                 launcher.close()
             if sampler:
                 sampler.stop()
             if net is not None:
                 net.stop()
-            end = (search.conclude(seen, detail, scheduler_events(spec, folder))
-                   if spec.search else conclude(seen, detail, spec.experiment, folder))
+            if spec.search:
+                end = search.conclude(seen, detail, scheduler_events(spec, folder))
+            elif started:
+                end = programs.conclude(seen, detail, max_time, started)
+            else:
+                end = conclude(seen, detail, spec.experiment, folder)
             folder.set_status(end.status, end.reason, stopped_by=end.stopped_by,
                               target_reached=end.target_reached)
             try:

@@ -11,11 +11,13 @@ from testbed.spec.topology import (
     Spec,
     Tcp,
     WanLink,
+    from_document,
     load,
     loads,
+    parse_text,
     queue_bytes,
 )
 from testbed.spec.validate import SpecError
 
 __all__ = ["TOP_KEYS", "DataCenter", "Direction", "Lan", "Spec", "SpecError", "Tcp", "WanLink",
-           "load", "loads", "queue_bytes"]
+           "load", "loads", "from_document", "parse_text", "queue_bytes"]

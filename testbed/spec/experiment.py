@@ -7,6 +7,7 @@ why, before anything is built.
 
 import logging
 import os
+import pwd
 from dataclasses import dataclass, field
 
 from agents.metrics import METRIC
@@ -16,6 +17,7 @@ from agents.overlay import OVERLAY
 from agents.plugins import OptionError, PluginError, check_options, mismatch
 from agents.sync import SYNC
 from agents.workload import LOSSES, WORKLOAD, Train
+from testbed.spec import programs as programs_section
 from testbed.spec import validate as check
 from testbed.spec.declare import Key, Section
 from testbed.spec.units import parse_fraction, shown
@@ -24,6 +26,10 @@ from testbed.spec.validate import SpecError
 log = logging.getLogger(__name__)
 
 PROBE_PAIRS = ("all", "neighbours")
+# Keys only a workload that runs programs of its own takes, and keys it refuses.
+PROGRAMS_ONLY = ("programs", "master_port", "user")
+NOT_WITH_PROGRAMS = ("sync", "overlay", "sync_options", "overlay_options", "model", "dataset",
+                     "model_options", "dataset_options", "optimizer", "lr_schedule", "metrics")
 # The model when topo.yaml names none: one that trains, or one of shapes only.
 TRAIN_MODEL, SYNTHETIC_MODEL = "mlp", "resnet18"
 
@@ -102,11 +108,17 @@ EXPERIMENT = Section("experiment", "one experiment: a sync scheme over an overla
         low="1kib", high="1gib"),
     Key("dead_after", "time", "a silent peer is dead after this; live ones beat every tenth of it",
         default="5s", above=True),
+    Key("programs", "list", "workload command: the programs its hosts run, one rank per process",
+        item=Key("", "mapping", "", section=programs_section.PROGRAM)),
+    Key("master_port", "whole", "workload command: MASTER_PORT, where rank 0 listens", default=29500,
+        low=1024, high=65535),
+    Key("user", "text", "workload command: who runs the programs", default="", what="a user name",
+        default_text="the user who ran sudo"),
     Key("stop", "mapping", "when the run ends", section=STOP),
     Key("probe", "mapping", "network awareness: probes on every router", section=PROBE,
         default_text="no probes", alt=Key("", "const", "", choices=(True, None))),
 ])
-SECTIONS = (EXPERIMENT, STOP, PROBE, LR_SCHEDULE)
+SECTIONS = (EXPERIMENT, STOP, PROBE, LR_SCHEDULE, programs_section.PROGRAM)
 KEYS = EXPERIMENT.names
 STOP_KEYS = STOP.names
 SCHEDULE_KEYS = LR_SCHEDULE.names
@@ -153,6 +165,10 @@ class Experiment:
     # The plug-ins named that are not built in: ((kind, ref, sha256 of its source), ...),
     # so a run is keyed by the code that made it.
     plugins: tuple = field(default=(), metadata={UNKEYED_AT_DEFAULT: True})
+    # A command workload's programs (testbed.spec.programs), their MASTER_PORT and their user.
+    programs: tuple = field(default=(), metadata={UNKEYED_AT_DEFAULT: True})
+    master_port: int = field(default=29500, metadata={UNKEYED_AT_DEFAULT: True})
+    user: str = field(default="", metadata={UNKEYED_AT_DEFAULT: True})
     data_dir: str = ""
     partition: str = "iid"
     batch_size: int = 32
@@ -212,6 +228,12 @@ def parse(raw, datacenters, base_dir=None):
     given = lambda key: raw.get(key, default(key))  # noqa: E731
 
     found = []
+    workload, kind = plugin(WORKLOAD, raw, "workload", default("workload"), base_dir, found)
+    if getattr(kind, "RUNS_PROGRAMS", False):
+        return parse_programs(raw, datacenters, workload, found)
+    for key in PROGRAMS_ONLY:
+        if key in raw:
+            raise SpecError(p(key), "is for workload: command only (programs of your own)")
     sync, scheme = plugin(SYNC, raw, "sync", default("sync"), base_dir, found)
     overlay, over = plugin(OVERLAY, raw, "overlay", default("overlay"), base_dir, found)
     why = mismatch(scheme, over)
@@ -223,7 +245,6 @@ def parse(raw, datacenters, base_dir=None):
     if why:
         raise SpecError(p("overlay"), why)
     coordination = read("coordination")
-    workload, kind = plugin(WORKLOAD, raw, "workload", default("workload"), base_dir, found)
     data_dir = read("data_dir")
     trains = issubclass(kind, Train)
     model = raw.get("model", TRAIN_MODEL if trains else SYNTHETIC_MODEL)
@@ -257,11 +278,7 @@ def parse(raw, datacenters, base_dir=None):
     if not any(d.workers for d in datacenters):
         raise SpecError("datacenters", "no data center has workers: the experiment needs at least one")
 
-    stop = check.mapping(raw.get("stop", {}), p("stop"), "iterations, time, accuracy")
-    STOP.check_keys(stop, p("stop"))
-    iterations = STOP.read(stop, "iterations", p("stop"))
-    max_time = STOP.read(stop, "time", p("stop"))
-    accuracy = STOP.read(stop, "accuracy", p("stop"))
+    iterations, max_time, accuracy = stop_settings(raw)
     if accuracy and workload == "synthetic":
         raise SpecError(p("stop.accuracy"), "a synthetic workload has no accuracy to reach")
 
@@ -277,23 +294,7 @@ def parse(raw, datacenters, base_dir=None):
         step_time = read("step_time")
     chunk = read("chunk")
 
-    probe = None
-    if "probe" in raw:
-        settings = raw["probe"] if raw["probe"] is not None else {}
-        if settings is True:
-            settings = {}
-        check.mapping(settings, p("probe"), "period, budget, steady_budget, train, pairs; or true")
-        PROBE.check_keys(settings, p("probe"))
-        budget = PROBE.read(settings, "budget", p("probe"))
-        steady = check.unit(parse_fraction, settings.get("steady_budget", budget), p("probe.steady_budget"))
-        if not PROBE["steady_budget"].low < steady <= budget:
-            raise SpecError(p("probe.steady_budget"),
-                            f"{settings['steady_budget']!r} must be above 0% and at most the budget")
-        steady = None if steady == budget else steady       # one budget throughout
-        probe = ProbeSettings(
-            period=PROBE.read(settings, "period", p("probe")), budget=budget, steady_budget=steady,
-            train_time=PROBE.read(settings, "train", p("probe")),
-            pairs=PROBE.read(settings, "pairs", p("probe")))
+    probe = probe_settings(raw)
 
     return Experiment(
         sync=sync, sync_options=sync_options, overlay=overlay, overlay_options=overlay_options,
@@ -342,3 +343,62 @@ def training_settings(raw, trains, base_dir, found):
         "metrics": tuple(plugin(METRIC, m, None, None, base_dir, found, path=f"{p('metrics')}[{i}]")[0]
                          for i, m in enumerate(metrics)),
     }
+
+
+def stop_settings(raw):
+    """(iterations, seconds, target accuracy) of experiment.stop."""
+    p = lambda key: f"experiment.{key}"  # noqa: E731
+    stop = check.mapping(raw.get("stop", {}), p("stop"), "iterations, time, accuracy")
+    STOP.check_keys(stop, p("stop"))
+    return tuple(STOP.read(stop, key, p("stop")) for key in ("iterations", "time", "accuracy"))
+
+
+def probe_settings(raw):
+    """experiment.probe -> ProbeSettings, or None without probes."""
+    p = lambda key: f"experiment.{key}"  # noqa: E731
+    if "probe" not in raw:
+        return None
+    settings = raw["probe"] if raw["probe"] is not None else {}
+    if settings is True:
+        settings = {}
+    check.mapping(settings, p("probe"), "period, budget, steady_budget, train, pairs; or true")
+    PROBE.check_keys(settings, p("probe"))
+    budget = PROBE.read(settings, "budget", p("probe"))
+    steady = check.unit(parse_fraction, settings.get("steady_budget", budget), p("probe.steady_budget"))
+    if not PROBE["steady_budget"].low < steady <= budget:
+        raise SpecError(p("probe.steady_budget"),
+                        f"{settings['steady_budget']!r} must be above 0% and at most the budget")
+    steady = None if steady == budget else steady       # one budget throughout
+    return ProbeSettings(
+        period=PROBE.read(settings, "period", p("probe")), budget=budget, steady_budget=steady,
+        train_time=PROBE.read(settings, "train", p("probe")), pairs=PROBE.read(settings, "pairs", p("probe")))
+
+
+def parse_programs(raw, datacenters, workload, found):
+    """An experiment that runs programs (testbed.spec.programs) instead of
+    the testbed's agents: no sync scheme, overlay or model of its own."""
+    p = lambda key: f"experiment.{key}"  # noqa: E731
+    for key in NOT_WITH_PROGRAMS:
+        if key in raw:
+            raise SpecError(p(key), f"a {workload} workload runs its own programs: it takes no {key}")
+    if "programs" not in raw:
+        raise SpecError(p("programs"), f"missing: a {workload} workload runs the commands listed here")
+    programs = programs_section.parse(raw["programs"], datacenters, p("programs"))
+    iterations, max_time, accuracy = stop_settings(raw)
+    if accuracy:
+        raise SpecError(p("stop.accuracy"), "programs report no accuracy the testbed could stop at")
+    user = EXPERIMENT.read(raw, "user", "experiment")
+    if user:
+        try:
+            pwd.getpwnam(user)
+        except KeyError:
+            raise SpecError(p("user"), f"no user {shown(user)} on this machine") from None
+    with_servers = [d.name for d in datacenters if d.servers > 0]
+    return Experiment(
+        sync="", overlay="", workload=workload, model="", dataset="",
+        server_dc=with_servers[0] if with_servers else datacenters[0].name,
+        coordination=EXPERIMENT.read(raw, "coordination", "experiment"),
+        max_iterations=iterations, max_time=max_time, probe=probe_settings(raw),
+        seed=EXPERIMENT.read(raw, "seed", "experiment"),
+        programs=programs, user=user, plugins=tuple(found),
+        master_port=EXPERIMENT.read(raw, "master_port", "experiment"))

@@ -11,7 +11,7 @@ checks.  `testbed schema` prints it; an editor reads it from a
 """
 
 from agents.plugins import Option
-from testbed.spec import dynamics, topology
+from testbed.spec import dynamics, experiment, topology
 from testbed.spec.units import RATE_UNITS, SIZE_UNITS, TIME_UNITS, parse_size
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -81,6 +81,10 @@ def _kind(key):
         return {"type": "string", "minLength": 1, "examples": sorted(key.registry.builtins)}
     if kind == "options":
         return {"type": ["object", "null"]}
+    if kind == "hosts":
+        return {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
+    if kind == "env":
+        return {"type": "object", "additionalProperties": {"type": ["string", "number"]}}
     if kind == "models":
         return {"type": "object", "minProperties": 1,
                 "additionalProperties": {"type": "number", "exclusiveMinimum": 0}}
@@ -205,9 +209,26 @@ def _entry_shapes():
     return [{"anyOf": shapes}]
 
 
+def _program_rules():
+    """A workload that runs programs of its own needs `programs` and takes
+    no sync scheme, overlay or model; any other takes no programs."""
+    registry = experiment.EXPERIMENT["workload"].registry
+    runs_programs = [n for n, c in registry.builtin_classes().items() if getattr(c, "RUNS_PROGRAMS", False)]
+    if not runs_programs:
+        return []
+
+    def none_of(keys):
+        return {"not": {"anyOf": [{"required": [k]} for k in keys]}}
+
+    return [{"if": {"properties": {"workload": {"enum": runs_programs}}, "required": ["workload"]},
+             "then": {"required": ["programs"], **none_of(experiment.NOT_WITH_PROGRAMS)},
+             "else": none_of(experiment.PROGRAMS_ONLY)}]
+
+
 SECTION_RULES = {
     "": [{"not": {"required": ["experiment", "search"]}}],
     "wan[]": _link_rules(),
+    "experiment": _program_rules(),
     "dynamics[]": _entry_shapes(),
 }
 

@@ -8,7 +8,7 @@ checked with validate.py); nothing outside is touched before the Spec is whole.
 
 import os
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import yaml
 
@@ -18,6 +18,8 @@ from testbed.spec import presets
 from testbed.spec import search as search_section
 from testbed.spec import validate as check
 from testbed.spec.declare import Key, Section
+from testbed.spec.experiment import UNKEYED_AT_DEFAULT
+from testbed.spec.overrides import apply
 from testbed.spec.textfile import TextFileError, read_small_text
 from testbed.spec.units import UnitError, parse_size, shown
 from testbed.spec.validate import SpecError, path_of
@@ -108,6 +110,11 @@ class Lan:
     delay: float = 0.0
 
 
+# How the routers choose paths: least delay (each link costs its round trip),
+# or widest (each direction costs 1 / its rate, as OSPF's default costs do).
+ROUTING = ("delay", "bandwidth")
+
+
 @dataclass(frozen=True)
 class Tcp:
     """The emulated hosts' TCP settings; None leaves a setting as the
@@ -126,6 +133,7 @@ class Spec:
     search: object = None        # testbed.spec.search.SearchSpec, when the file has one instead
     dynamics: tuple = ()         # testbed.spec.dynamics.Schedule
     source: str = ""
+    routing: str = field(default="delay", metadata={UNKEYED_AT_DEFAULT: True})   # ROUTING
 
     def dc(self, name):
         for d in self.datacenters:
@@ -198,6 +206,9 @@ TOP = Section("", "the top of the file", [
     Key("tcp", "mapping", "the hosts' TCP settings", section=TCP),
     Key("preset_bw_scale", "number", "scales the rate of every link taken from a preset",
         default=DEFAULT_PRESET_BW_SCALE, low=0, high=1, above=True),
+    Key("routing", "word", "how routers choose paths: least delay (each link costs its round trip), "
+                           "or the widest (each direction costs 1 / its rate, as OSPF's do)",
+        default="delay", choices=ROUTING),
     Key("experiment", "mapping", "one experiment: what trains and how it synchronizes "
                                  "(not with search)", section=experiment_section.EXPERIMENT,
         default_text="none"),
@@ -216,14 +227,18 @@ SECTIONS = (TOP, DATACENTER, LINK, DIRECTION, LAN, TCP, *experiment_section.SECT
 # ---------------------------------------------------------------- reading
 
 
-def load(path):
-    """Read and validate a topo.yaml file; raises SpecError."""
+def load(path, overrides=()):
+    """Read and validate a topo.yaml file, with `overrides` ([(dotted path,
+    value)], spec/overrides.py) set first; raises SpecError."""
     try:
         text = read_small_text(path, "the topology file", MAX_FILE_BYTES)
     except TextFileError as e:
         raise SpecError("", str(e)) from None
     stem = os.path.splitext(os.path.basename(path))[0]
-    return loads(text, source=os.path.abspath(path), default_name=stem)
+    doc = parse_text(text)
+    if overrides:
+        doc = apply(doc, overrides)
+    return from_document(doc, source=os.path.abspath(path), default_name=stem)
 
 
 class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
@@ -250,13 +265,25 @@ _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
 
 
 def loads(text, source="", default_name="topo"):
+    return from_document(parse_text(text), source, default_name)
+
+
+def parse_text(text):
+    """topo.yaml's text -> its document (plain mappings and lists), not yet
+    validated; SpecError when it is not YAML."""
     try:
-        doc = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a safe loader
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a safe loader
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
         raise SpecError("", f"not valid YAML: {where}{problem}") from None
+
+
+def from_document(doc, source="", default_name="topo"):
+    """A topo.yaml document (as parse_text gives it, or built in Python)
+    -> a validated Spec; `source` is the file it stands for (plug-ins and
+    traces named by a path are found beside it)."""
     _check_size(doc)
     if not isinstance(doc, dict):
         raise SpecError("", "the file must be a mapping with at least 'datacenters' and 'wan'")
@@ -335,9 +362,10 @@ def _build(doc, source, default_name):
                 raise SpecError(path_of("dynamics", i), f"makes {n} changes in the run's "
                                 f"{experiment.max_time:g}s; at most {dynamics_section.MAX_ACTIONS}: "
                                 "space them further apart")
+    routing = TOP.read(doc, "routing", "")
     return Spec(name=name, datacenters=tuple(dcs), wan=tuple(wan), lan=lan, tcp=tcp,
                 experiment=experiment, search=search,
-                dynamics=dynamics, source=source)
+                dynamics=dynamics, source=source, routing=routing)
 
 
 def _datacenters(value):

@@ -49,6 +49,7 @@ from testbed.records.runfolder import RunFolder, is_run_folder
 from testbed.spec import validate as check
 from testbed.spec.dynamics import SEEDED_GENERATORS
 from testbed.spec.experiment import UNKEYED_AT_DEFAULT
+from testbed.spec.overrides import set_path
 from testbed.spec.units import format_rate, parse_rate
 from testbed.spec.validate import SpecError
 
@@ -181,16 +182,6 @@ def _check_axis(axis):
 
 
 # ------------------------------------------------------------ applying
-
-
-def set_path(doc, dotted, value):
-    node = doc
-    parts = dotted.split(".")
-    for p in parts[:-1]:
-        if not isinstance(node.get(p), dict):
-            node[p] = {}
-        node = node[p]
-    node[parts[-1]] = value
 
 
 def keep_worker_dcs(doc, n):

@@ -13,7 +13,7 @@ import bisect
 import os
 
 from agents.events import EventTail
-from testbed.analysis import report
+from testbed.analysis import report, wan
 from testbed.analysis.overlay_plot import piece_edges, round_edges
 from testbed.bounds.cut import sync_lower_bound
 from testbed.records.runfolder import RunFolder
@@ -72,7 +72,7 @@ class RunReader:
 
     def offset(self):
         """wall - monotonic seconds, or 0 when nothing recorded both."""
-        found = report.clock_offset({**self.events, "runner": self.runner})
+        found = wan.clock_offset({**self.events, "runner": self.runner})
         return 0.0 if found is None else found
 
     def started(self):

@@ -9,7 +9,7 @@ import pytest
 
 from agents.events import read_events
 from agents.probe import schedule
-from testbed.analysis.report import PROBE_TOLERANCE
+from testbed.analysis.wan import PROBE_TOLERANCE
 from testbed.emulation import network
 from testbed.run.probecheck import neighbours, probe_ratios
 from testbed.spec.experiment import ProbeSettings

@@ -104,3 +104,27 @@ def test_a_management_network_joins_every_router_only_when_asked():
         ("east", "tb0a1br0", "tb0a1br0-m", "tb0a1bm-p0", "10.250.0.1"),
         ("west", "tb0a1br1", "tb0a1br1-m", "tb0a1bm-p1", "10.250.0.2")]
     assert all(len(p.intf) <= 15 and len(p.switch_port) <= 15 for p in mgmt.ports)
+
+
+def test_bandwidth_routing_takes_the_widest_path_and_delay_routing_the_shortest():
+    import textwrap
+
+    import pytest
+
+    from testbed import spec as S
+    from testbed.emulation.plan import shortest_next_hops
+    text = textwrap.dedent("""\
+        datacenters: [{name: a, workers: 1}, {name: b, workers: 1}, {name: c, workers: 1}]
+        wan:
+          - {between: [a, b], bw: 50mbit, delay: 10ms}
+          - {between: [b, c], bw: 50mbit, delay: 10ms}
+          - {between: [a, c], bw: 4mbit, delay: 10ms, reverse: {bw: 100mbit}}
+        """)
+    # By delay a reaches c straight (20 ms of round trip against 40).
+    assert shortest_next_hops(S.loads(text))[("a", "c")] == "c"
+    # By bandwidth: 1e11 / 4e6 = 25,000 straight against 2,000 + 2,000 through b;
+    # the other way c -> a is 100 Mbit/s, 1,000, and stays straight.
+    hops = shortest_next_hops(S.loads(text + "routing: bandwidth\n"))
+    assert hops[("a", "c")] == "b" and hops[("c", "a")] == "a"
+    with pytest.raises(S.SpecError, match="routing: unknown routing 'ospf'"):
+        S.loads(text + "routing: ospf\n")

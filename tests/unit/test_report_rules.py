@@ -7,7 +7,7 @@ import pytest
 from rich.console import Console
 
 from testbed.cli import tables
-from testbed.analysis import report
+from testbed.analysis import report, wan
 from agents.planning.wan import GOODPUT_SHARE
 from testbed.records.runfolder import RunFolder
 
@@ -43,10 +43,10 @@ def run_folder(root, name, iterations=True):
 
 def test_a_step_function_averages_by_the_time_each_value_held():
     history = [(0.0, 50e6), (10.0, 5e6)]
-    assert report.time_weighted_mean(history, 0.0, 20.0) == pytest.approx(27.5e6)
-    assert report.time_weighted_mean(history, 5.0, 15.0) == pytest.approx(27.5e6)
-    assert report.time_weighted_mean(history, 12.0, 20.0) == pytest.approx(5e6)
-    assert report.time_weighted_mean([(3.0, 8e6)], 0.0, 2.0) == pytest.approx(8e6)
+    assert wan.time_weighted_mean(history, 0.0, 20.0) == pytest.approx(27.5e6)
+    assert wan.time_weighted_mean(history, 5.0, 15.0) == pytest.approx(27.5e6)
+    assert wan.time_weighted_mean(history, 12.0, 20.0) == pytest.approx(5e6)
+    assert wan.time_weighted_mean([(3.0, 8e6)], 0.0, 2.0) == pytest.approx(8e6)
 
 
 def test_a_link_is_compared_with_its_configured_rate_over_the_same_time(tmp_path):
@@ -173,9 +173,9 @@ def test_agents_are_ready_counted_from_the_runs_start_or_else_from_the_network_b
     # The worker logs `start` at monotonic 0.0; the runner started 4.5 s
     # before, and the network was up 2.5 s before.
     folder = run_folder(str(tmp_path), "r")
-    events = report.load(folder)[0]
+    events = wan.load(folder)[0]
     write_lines(folder.file("runner.jsonl"), [{"agent": "runner", "ev": "starting", "t": -4.5},
                                               {"agent": "runner", "ev": "network_up", "t": -2.5}])
-    assert report.agents_ready(folder, events) == 4.5
+    assert wan.agents_ready(folder, events) == 4.5
     write_lines(folder.file("runner.jsonl"), [{"agent": "runner", "ev": "network_up", "t": -2.5}])
-    assert report.agents_ready(folder, events) == 2.5
+    assert wan.agents_ready(folder, events) == 2.5

@@ -21,7 +21,7 @@ import yaml
 from testbed import spec as S
 from testbed.docs import pages
 from testbed.docs.topo_yaml import CHECK_EXAMPLE, EXAMPLE
-from testbed.spec import dynamics, topology
+from testbed.spec import dynamics, experiment, programs, topology
 from testbed.spec.schema import schema
 from testbed.spec.units import parse_size
 from tests.unit.test_wrong_types import EVERY_KEY
@@ -55,6 +55,15 @@ wan:
   - {between: [cluster, office], bw: 10mbit, delay: 10ms}
 search: {policy: sincronia, policy_options: {reorder: arrivals}, stop: {time: 2min}}
 """
+COMMAND = """
+datacenters: [{name: east, workers: 1}, {name: west, workers: 1}]
+wan: [{between: [east, west], bw: 20mbit, delay: 10ms}]
+experiment:
+  workload: command
+  programs: [{hosts: [east-w0], command: "iperf3 -s -1", env: {A: "1"}}, {hosts: west, command: "true"}]
+  master_port: 29500
+  user: root
+"""
 # A dynamics entry that takes each key, so a bad value of the key is met.
 ENTRIES = {
     "at-link": {"at": "30s", "link": ["virginia", "tokyo"], "bw": "5mbit"},
@@ -75,12 +84,19 @@ for _key in ("generator", "low", "high", "step", "every", "seed", "initial"):
 
 def where(section, key=None):
     """(document, the path to the mapping that holds `section`'s keys)."""
-    doc = yaml.safe_load(SEARCH if section.path.startswith("search") else TRAIN)
+    if section.path.startswith("search"):
+        doc = yaml.safe_load(SEARCH)
+    elif section is programs.PROGRAM or (section is experiment.EXPERIMENT
+                                         and key in experiment.PROGRAMS_ONLY):
+        doc = yaml.safe_load(COMMAND)
+    else:
+        doc = yaml.safe_load(TRAIN)
     paths = {"": (), "datacenters[]": ("datacenters", 0), "wan[]": ("wan", 0),
              "wan[].forward, wan[].reverse": ("wan", 0, "forward"), "lan": ("lan",), "tcp": ("tcp",),
              "experiment": ("experiment",), "experiment.stop": ("experiment", "stop"),
              "experiment.probe": ("experiment", "probe"),
              "experiment.lr_schedule": ("experiment", "lr_schedule"),
+             "experiment.programs[]": ("experiment", "programs", 0),
              "search": ("search",), "search.stop": ("search", "stop"), "dynamics[]": ("dynamics", 0)}
     if section is dynamics.ENTRY:
         doc["dynamics"][0] = copy.deepcopy(ENTRIES[ENTRY_OF.get(key, "at-link")])
@@ -119,6 +135,7 @@ def bad_values(key):
            "flag": ["yes", 1], "text": [3, ["x"]], "name": ["Bad Name!", 3, "a" * 16],
            "pair": [["virginia"], "virginia", [1, 2]], "queue": [1, 200_000, "x", "2 bdps"],
            "plugin": [3, ""], "options": ["x", 3], "models": [{}, {"a": 0}, "x"],
+           "hosts": [3, [1], {"a": 1}], "env": ["x", {"A": True}, {"A": [1]}],
            "mapping": ["x", 3, {"nonesuch": 1}], "list": ["x", 3]}[kind]
     if kind in ("whole", "number") and low is not None:
         out.append(low if key.above else low - 1)
@@ -210,6 +227,10 @@ def test_the_bases_the_cases_change_are_valid_so_each_refusal_is_the_bad_value_s
     lambda d: d["experiment"].update(model="mlp", model_options={"hidden": 0}),
     lambda d: d["experiment"].update(lr_schedule="sometimes"),
     lambda d: d["experiment"].update(probe=False),
+    lambda d: d["experiment"].update(programs=[{"command": "true"}]),
+    lambda d: d["experiment"].update(workload="command"),
+    lambda d: d["experiment"].update(workload="command", programs=[{"command": "true"}]),
+    lambda d: d["experiment"].update(workload="command", programs=[{"hosts": "workers"}]),
     lambda d: d["dynamics"].append({"link": ["virginia", "tokyo"], "bw": "5mbit"}),
     lambda d: d["dynamics"].append({"at": "1s", "link": ["virginia", "tokyo"]}),
     lambda d: d["dynamics"].append({"at": "1s", "link": ["virginia", "tokyo"], "down": False}),
