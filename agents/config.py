@@ -41,6 +41,7 @@ class WorkloadSettings:
     compute_time: float = 0.1      # synthetic: seconds per iteration at speed 1.0
     step_time: float = 0.0         # train: a step lasts at least this at speed 1.0 (a slower device)
     eval_every: int = 10
+    eval_period: float = 0.0       # > 0: evaluate every this many seconds of wall time instead
     seed: int = 0
 
 

@@ -100,6 +100,10 @@ class Trainer(abc.ABC):
         data, or None where there is none."""
         return None
 
+    def evaluate_values(self, values):
+        """evaluate() of a copy holding `values` ({key: flat array})."""
+        return None
+
     def data_share(self):
         """This worker's share of all training samples (FedAvg's weight)."""
         return 1.0
@@ -242,6 +246,19 @@ class TorchTrainer(Trainer):
     def evaluate(self):
         """In eval mode: dropout off, BatchNorm on its running statistics."""
         return evaluate(self.model, self.x_test, self.y_test, self.loss_fn, self.metrics)
+
+    def evaluate_values(self, values):
+        """evaluate() of a copy of the model holding `values` ({key: flat
+        array}), leaving the training model alone (another thread may
+        evaluate while this one trains)."""
+        import copy
+        if not hasattr(self, "_copy"):
+            self._copy = copy.deepcopy(self.model)
+            self._copy_buffers = floating_buffers(self._copy)
+        with self.torch.no_grad():
+            for k, p in list(self._copy.named_parameters()) + list(self._copy_buffers.items()):
+                p.copy_(self.torch.from_numpy(np.asarray(values[k]).reshape(p.shape)))
+        return evaluate(self._copy, self.x_test, self.y_test, self.loss_fn, self.metrics)
 
     def data_share(self):
         sizes = [len(shard(self.y_all, self.workers, r, self.w.partition, self.w.seed))

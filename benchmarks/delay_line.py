@@ -39,11 +39,17 @@ For each, on two data centers joined by one WAN link of 10 ms each way
     cost per frame; the rest is the frames' own (two copies, one more veth
     hop).
 
-Prints one table (rows: implementations; the network without a delay line
-is the "no line" column) and the ratio python / compiled of the CPU per
-frame.
+Where the kernel has sch_netem (the VM, docs/vm.md), netem is a third
+row: it has no process, so only its machine columns count, and (b) reads
+the frames it let through from the sending router's egress.
 
-    sudo .venv/bin/python benchmarks/delay_line.py [--only compiled]
+Prints one table (rows: implementations; the network without a delay line
+is the "no line" column) and the ratios python / compiled of the CPU per
+frame and compiled / netem of the machine's time per frame.  The
+rates are options, for a slow machine (a VM under TCG).
+
+    sudo .venv/bin/python benchmarks/delay_line.py [--only compiled,netem]
+        [--cpu-rates 20,50] [--step-rates 50,100,200,400,800] [--full-load 100]
 """
 
 import argparse
@@ -55,7 +61,7 @@ import subprocess
 import time
 
 from testbed import spec as specmod
-from testbed.emulation import measure, network
+from testbed.emulation import capability, measure, network
 from testbed.emulation.delay import CompiledRelayDelay, NoDelay
 from testbed.records.cpu import busy_seconds
 
@@ -68,7 +74,7 @@ PAYLOAD, FRAME = 1472, 1514                  # UDP payload of a full Ethernet fr
 MAX_ADDED_DELAY = 0.001
 MIN_FORWARDED = 0.99
 MIN_SENT = 0.97                              # below: iperf3 itself cannot send that fast
-IMPLEMENTATIONS = (("python", "relay"), ("compiled", "crelay"))
+IMPLEMENTATIONS = (("python", "relay"), ("compiled", "crelay"), ("netem", "netem"))
 BASELINE = "none"
 HOP = "kernel hop"
 TICKS = (0.001, 0.002)                        # the compiled line's clock, and a coarser one
@@ -238,7 +244,7 @@ def udp_with_ping(net, rate, seconds):
     Forwarded, not received: a receiving iperf3 short of CPU drops datagrams
     the delay line did deliver."""
     net.change_link("east", "west", rate=rate)
-    forwarded0 = net.backend.stats()[0]["dirs"]["ab"]["frames"]
+    forwarded0 = forwarded_east_west(net)
     server = measure.start_iperf_server(net, "west-w0")
     payload_rate = rate * UDP_SHARE * PAYLOAD / FRAME
     client = net.node("east-w0").popen(
@@ -258,10 +264,20 @@ def udp_with_ping(net, rate, seconds):
     rtts = sorted(float(m) / 1e3 for m in re.findall(r"time=([\d.]+) ms", out))
     sent = json.loads(result)["end"]["sum"]["packets"]
     # The pings crossed too; a lost ping counts as a datagram not forwarded.
-    forwarded = net.backend.stats()[0]["dirs"]["ab"]["frames"] - forwarded0 - len(rtts)
+    forwarded = forwarded_east_west(net) - forwarded0 - len(rtts)
     forwarded_share = min(forwarded / sent, len(rtts) / count)
     rtt = statistics.median(rtts) if rtts else float("inf")
     return sent / (payload_rate * seconds / (PAYLOAD * 8)), forwarded_share, rtt
+
+
+def forwarded_east_west(net):
+    """Frames the delay line let through east -> west so far: the delay
+    line's own count, or for netem (no process) what the sending router's
+    egress sent, which netem's leaf hands on only after the delay."""
+    if net.backend.uses_relays:
+        return net.backend.stats()[0]["dirs"]["ab"]["frames"]
+    node, dev, _, _ = net.egress("east", "west")
+    return int(network.run_in(node, ["cat", f"/sys/class/net/{dev}/statistics/tx_packets"]))
 
 
 def rate_steps(backend, seconds):
@@ -289,15 +305,33 @@ def rate_steps(backend, seconds):
 
 
 def main():
+    global CPU_RATES, STEP_RATES, FULL_LOAD_RATE
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--seconds", type=float, default=4.0, help="length of each load")
-    p.add_argument("--only", choices=[label for label, _ in IMPLEMENTATIONS],
-                   help="measure one implementation (and the baseline) only")
+    p.add_argument("--only", help="comma-separated implementations to measure (and the "
+                                  f"baseline): {', '.join(label for label, _ in IMPLEMENTATIONS)}")
+    p.add_argument("--cpu-rates", default=mbits(CPU_RATES), help="Mbit/s of the CPU loads (a)")
+    p.add_argument("--step-rates", default=mbits(STEP_RATES), help="Mbit/s of the steps (b)")
+    p.add_argument("--full-load", type=float, default=FULL_LOAD_RATE / 1e6,
+                   help="Mbit/s of the step whose RTT error is (c)")
     args = p.parse_args()
     if args.seconds < 1:
         p.error(f"--seconds must be at least 1 (each load omits its first second), not {args.seconds:g}")
-    chosen = [(label, backend) for label, backend in IMPLEMENTATIONS
-              if not args.only or label == args.only]
+    labels = dict(IMPLEMENTATIONS)
+    only = args.only.split(",") if args.only else list(labels)
+    if not set(only) <= set(labels):
+        p.error(f"--only takes {', '.join(labels)}, not {args.only}")
+    try:
+        rates = [parse_mbits(args.cpu_rates), parse_mbits(args.step_rates)]
+    except ValueError as e:
+        p.error(str(e))
+    CPU_RATES, STEP_RATES, FULL_LOAD_RATE = rates[0], rates[1], args.full_load * 1e6
+    if FULL_LOAD_RATE not in STEP_RATES:
+        p.error(f"--full-load {args.full_load:g} is not one of the --step-rates")
+    has_netem = capability.qdisc_available("netem")
+    if "netem" in only and not has_netem:
+        print("netem: this kernel has no sch_netem, so it is left out", flush=True)
+    chosen = [(label, labels[label]) for label in only if label != "netem" or has_netem]
     cpu = cpu_rounds([backend for _, backend in chosen] + [HOP, BASELINE], args.seconds)
     rows = {}
     for label, backend in chosen:
@@ -316,22 +350,37 @@ def main():
                           wakeups_per_frame=rows["compiled"]["wakeups"][0]))
 
 
+def mbits(rates):
+    return ",".join(f"{r / 1e6:g}" for r in rates)
+
+
+def parse_mbits(text):
+    """(bit/s, ...) from "20,50" (Mbit/s); ValueError in a sentence."""
+    try:
+        rates = tuple(float(x) * 1e6 for x in text.split(","))
+    except ValueError:
+        raise ValueError(f"rates are Mbit/s separated by commas, like 20,50, not {text!r}") from None
+    if not rates or min(rates) <= 0:
+        raise ValueError(f"rates must be above zero, not {text!r}")
+    return rates
+
+
 def us(seconds):
-    return f"{seconds * 1e6:5.1f}"
+    return "    -" if seconds is None else f"{seconds * 1e6:5.1f}"
 
 
 def table(rows, base, hop):
-    at = "/".join(f"{r / 1e6:.0f}" for r in CPU_RATES)
+    at = "/".join(f"{r / 1e6:g}" for r in CPU_RATES)
     lines = [f"CPU per frame in us, at {at} Mbit/s; machine = the whole machine's busy time "
              f"per frame crossing the link",
              f"{'delay line':10}  {'CPU/frame':>11}  {'machine':>11}  {'no line':>11}  "
-             f"{'added':>11}  max rate held  RTT error @{FULL_LOAD_RATE / 1e6:.0f}M"]
+             f"{'added':>11}  max rate held  RTT error @{FULL_LOAD_RATE / 1e6:g}M"]
     for label, row in rows.items():
         own = "/".join(us(c) for c in row["cpu"])
         machine = "/".join(us(c) for c in row["machine"])
         baseline = "/".join(us(c) for c in base)
         added = "/".join(us(m - b) for m, b in zip(row["machine"], base))
-        held = f"{row['held'] / 1e6:.0f} Mbit/s" if row["held"] else "none"
+        held = f"{row['held'] / 1e6:g} Mbit/s" if row["held"] else "none"
         if row.get("sender_limited"):
             held = ">=" + held
         lines.append(f"{label:10}  {own:>11}  {machine:>11}  {baseline:>11}  {added:>11}  "
@@ -343,6 +392,12 @@ def table(rows, base, hop):
         ratios = "  ".join(f"{p / c:.1f}x @{r / 1e6:.0f}M" for p, c, r in
                            zip(rows["python"]["cpu"], rows["compiled"]["cpu"], CPU_RATES))
         lines.append(f"CPU per frame, python / compiled: {ratios}")
+    if "compiled" in rows and "netem" in rows:
+        # The whole machine's time per frame, not what each adds: netem's
+        # addition can be smaller than the machine's noise.
+        ratios = "  ".join(f"{c / n:.2f}x @{r / 1e6:g}M" for c, n, r in
+                           zip(rows["compiled"]["machine"], rows["netem"]["machine"], CPU_RATES))
+        lines.append(f"machine time per frame, compiled / netem: {ratios}")
     lines.append("(CPU/frame = the delay line process's user + system time, which includes "
                  "the receiving side's kernel work that runs when a frame is handed to a veth; "
                  "the compiled line serves its share of the links from one process per core)")

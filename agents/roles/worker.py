@@ -5,6 +5,7 @@ records of each round."""
 
 import hashlib
 import os
+import threading
 import time
 
 import numpy as np
@@ -34,6 +35,44 @@ class SpeedFile:
             return None
 
 
+class Evaluator:
+    """Rank 0's evaluations on wall time: every `period` seconds a thread
+    tests a copy of the latest global model the worker took (`offer`), on a
+    model of its own, so every scheme is tested on the same clock and none
+    is slowed by it beyond the CPU it takes.  Each `eval` event carries
+    `at`, when that model was taken."""
+
+    def __init__(self, ctx, period):
+        self.ctx = ctx
+        self.period = period
+        self.latest = None
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def offer(self, rounds, values):
+        with self.lock:
+            self.latest = (rounds, values, time.monotonic())
+
+    def _run(self):
+        tested = None
+        while not self.stopping.wait(self.period):
+            with self.lock:
+                latest = self.latest
+            if latest is None or latest is tested:
+                continue
+            tested = latest
+            rounds, values, at = latest
+            result = self.ctx.trainer.evaluate_values(values)
+            if result is not None:
+                self.ctx.took(rounds, {**result, "at": at})
+
+    def close(self):
+        self.stopping.set()
+        self.thread.join(timeout=30)
+
+
 class WorkerContext:
     def __init__(self, cfg, log):
         self.cfg = cfg
@@ -53,6 +92,10 @@ class WorkerContext:
         self.ep = None
         self.rounds = 0
         self.steps = 0
+        self.held = self.initial
+        period = cfg.workload.eval_period
+        self.evaluator = Evaluator(self, period) if cfg.rank == 0 and period > 0 \
+            and self.trainer.REAL else None
 
     # ------------------------------------------------------------ computing
 
@@ -68,6 +111,7 @@ class WorkerContext:
         return self.params.pack(self.keys, grads), loss, compute
 
     def set_model(self, flat):
+        self.held = flat
         self.trainer.set_parameters(self.params.unpack(self.keys, flat))
 
     def data_share(self):
@@ -130,18 +174,33 @@ class WorkerContext:
         return model, stop
 
     def evaluate(self, rounds, stop, final=False):
-        """Rank 0 tests the model it holds every eval_every rounds, at the
-        last one and when training stops; reaching the target accuracy
-        sets want_stop."""
+        """Rank 0 tests the global model it holds (a scheme calls this right
+        after adopting one) every eval_every rounds, at the last one and
+        when training stops; with an eval_period, the Evaluator tests a copy
+        of the latest such model on wall time instead, and only the last one
+        is tested here.  Reaching the target accuracy sets want_stop."""
         cfg = self.cfg
-        if cfg.rank != 0 or not (rounds % cfg.workload.eval_every == 0 or final or stop):
+        if cfg.rank != 0:
+            return
+        if self.evaluator is not None:
+            self.evaluator.offer(rounds, self.params.unpack(self.keys, self.current_model()))
+            if not (final or stop):
+                return
+        elif not (rounds % cfg.workload.eval_every == 0 or final or stop):
             return
         result = self.trainer.evaluate()
-        if result is None:
-            return
+        if result is not None:
+            self.took(rounds, result)
+
+    def took(self, rounds, result):
+        """Log an evaluation; reaching the target accuracy sets want_stop."""
         self.log("eval", it=rounds, **result)
-        if cfg.target_accuracy and result["accuracy"] >= cfg.target_accuracy:
+        if self.cfg.target_accuracy and result["accuracy"] >= self.cfg.target_accuracy:
             self.want_stop = True
+
+    def current_model(self):
+        """A copy of the flat model the trainer holds now."""
+        return np.array(self.held, dtype=np.float32)
 
     def finish(self, rounds, model, **extra):
         # A digest of the final model: runs can be compared bit for bit.
@@ -162,5 +221,7 @@ def run(cfg, log):
         ctx.scheme.work(ctx)
         finished = True
     finally:
+        if ctx.evaluator is not None:
+            ctx.evaluator.close()
         # Only a normal end waits for its last data to leave.
         ctx.close(drain=finished)

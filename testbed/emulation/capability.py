@@ -110,16 +110,60 @@ def choose_delay_backend(requested="auto"):
     return requested
 
 
+def detect_virt(kind):
+    """What systemd-detect-virt names for `kind` ("vm" or "container"):
+    "kvm", "qemu", "docker", ..., "none"; None where it is not installed."""
+    if shutil.which("systemd-detect-virt") is None:
+        return None
+    r = subprocess.run(["systemd-detect-virt", f"--{kind}"], capture_output=True, text=True)
+    return r.stdout.strip() or "none"
+
+
+def read_text(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def vm_from_files(cpuinfo, dmi_vendor):
+    """The hypervisor as /proc/cpuinfo and DMI tell it, where systemd-detect-
+    virt is missing: the CPU's `hypervisor` flag says there is one, DMI's
+    system vendor (QEMU, VMware, innotek for VirtualBox, ...) which."""
+    flags = next((line.split(":", 1)[1].split() for line in cpuinfo.splitlines()
+                  if line.startswith("flags")), [])
+    if "hypervisor" not in flags:
+        return "none"
+    return dmi_vendor.strip() or "a hypervisor"
+
+
+def virtualization_detail(vm, container):
+    """doctor's sentence on where it runs: which hypervisor, which container."""
+    where = f"in a virtual machine ({vm})" if vm != "none" else "not in a virtual machine"
+    if container not in (None, "none"):
+        where += f", in a container ({container})"
+    return where
+
+
+def virtualization_check():
+    vm = detect_virt("vm")
+    if vm is None:
+        vm = vm_from_files(read_text("/proc/cpuinfo"), read_text("/sys/class/dmi/id/sys_vendor"))
+    return Check("virtualization", True, virtualization_detail(vm, detect_virt("container")),
+                 essential=False)
+
+
 def delay_backend_check():
     """doctor's line on what emulates delay here, and how to get the cheaper
     delay line when it falls back to the Python one."""
     backend = choose_delay_backend()
     if backend == "netem":
-        return Check("delay backend", True, "netem (kernel sch_netem)")
+        return Check("delay backend of a run", True, "netem (kernel sch_netem)")
     if backend == "crelay":
-        return Check("delay backend", True, f"crelay (compiled userspace delay line, "
+        return Check("delay backend of a run", True, f"crelay (compiled userspace delay line, "
                                             f"{delayline_binary()})")
-    return Check("delay backend", False,
+    return Check("delay backend of a run", False,
                  f"relay (Python userspace delay line, two to three times the CPU per frame): the compiled "
                  f"one, {delayline_binary()}, is missing or does not run",
                  BUILD_DELAYLINE, essential=False)
@@ -164,5 +208,6 @@ def checks():
                }.get(kind, f"modprobe sch_{kind}")
         out.append(Check(f"qdisc {kind}", ok, "available" if ok else "missing", fix, essential))
     out.append(Check("bridge netfilter", True, bridge_nf_detail(bridge_nf_settings())))
+    out.append(virtualization_check())
     out.append(delay_backend_check())
     return out

@@ -69,6 +69,14 @@ def acked_bytes(net, host, port):
     return acked_by_port(out).get(port, 0)
 
 
+def timed_acked_bytes(net, host, port):
+    """(acked_bytes, the time it was returned, seconds it took to read)."""
+    before = time.monotonic()
+    acked = acked_bytes(net, host, port)
+    after = time.monotonic()
+    return acked, after, after - before
+
+
 def acked_by_port(ss_output):
     """{local port: bytes acked} from `ss -Htin state established` output,
     taking the busiest connection of each port (iperf3 also holds a control
@@ -99,6 +107,13 @@ def wan_frames(net):
                                                  for d in devs]).split())
 
 
+# The flow runs this long past the measured window, so that the last count is
+# read while it still flows, however long reading it takes (seconds under
+# a VM's software emulation).
+FLOW_TAIL = 1.0
+FLOW_START_TIMEOUT = 10.0   # seconds a flow may take to start carrying data
+
+
 def iperf3(net, src, dst, seconds=5.0, omit=1.0, interval=1.0, port=5201, started=None):
     """TCP goodput from src to dst, with iperf3 generating the flow.
 
@@ -109,19 +124,36 @@ def iperf3(net, src, dst, seconds=5.0, omit=1.0, interval=1.0, port=5201, starte
     reverse mode (-R), so the per-interval numbers are bytes read by the
     receiver.  `started`, if given, is called once the client is launched,
     so a change can be timed from the flow's start rather than from a
-    server's start-up.  Returns (goodput bit/s, [bit/s per interval])."""
+    server's start-up.  Returns (goodput bit/s, [bit/s per interval of the
+    measured window])."""
     server = start_iperf_server(net, src, port)
     client = net.node(dst).popen(
-        ["iperf3", "-c", net.ip(src), "-p", str(port), "-J", "-R", "-t", str(seconds),
-         "-O", str(omit), "-i", str(interval)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        ["iperf3", "-c", net.ip(src), "-p", str(port), "-J", "-R",
+         "-t", str(seconds + FLOW_TAIL), "-O", str(omit), "-i", str(interval)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    started_at = time.monotonic()
     try:
         if started is not None:
             started()
         time.sleep(omit)
-        t0, b0 = time.monotonic(), acked_bytes(net, src, port)
-        time.sleep(max(0.5, seconds - 0.2))
-        t1, b1 = time.monotonic(), acked_bytes(net, src, port)
-        out, err = client.communicate(timeout=seconds + 30)
+        # Each count's time is taken when `ss` has returned it: what it costs
+        # to start ss (a large, varying share under a VM's software
+        # emulation) falls before the count, not inside the window.
+        b0, t0, read_cost = timed_acked_bytes(net, src, port)
+        # On a slow machine the connection may carry nothing yet after
+        # `omit`: the window starts once it does (the flow lasts `omit`
+        # longer than the window, so the window still ends inside it).
+        while b0 == 0 and t0 - started_at < omit + FLOW_START_TIMEOUT:
+            time.sleep(0.1)
+            b0, t0, read_cost = timed_acked_bytes(net, src, port)
+        # The window ends early enough that the last count, read as slowly
+        # as the first, is read before the flow ends; on the host that is
+        # `seconds` less 0.2 s.
+        flow_end = started_at + omit + seconds + FLOW_TAIL
+        time.sleep(max(0.5, min(seconds - 0.2, flow_end - 2 * read_cost - time.monotonic())))
+        b1 = acked_bytes(net, src, port)
+        t1 = time.monotonic()
+        out, err = client.communicate(timeout=seconds + FLOW_TAIL + 30)
     finally:
         for proc in (client, server):
             if proc.poll() is None:
@@ -137,6 +169,8 @@ def iperf3(net, src, dst, seconds=5.0, omit=1.0, interval=1.0, port=5201, starte
     if "error" in result:
         raise NetworkError(f"iperf3 {src} -> {dst}: {result['error']}")
     if b0 == 0 or b1 <= b0:
-        raise NetworkError(f"iperf3 {src} -> {dst}: no data flowed while measuring")
-    intervals = [i["sum"]["bits_per_second"] for i in result["intervals"] if not i["sum"]["omitted"]]
+        raise NetworkError(f"iperf3 {src} -> {dst}: no data flowed while measuring "
+                           f"({b0} then {b1} bytes acknowledged)")
+    intervals = [i["sum"]["bits_per_second"] for i in result["intervals"]
+                 if not i["sum"]["omitted"] and i["sum"]["end"] <= seconds + interval / 2]
     return (b1 - b0) * 8 / (t1 - t0), intervals

@@ -79,7 +79,8 @@ def agent_configs(spec, net, folder):
                                 lr_schedule=schedule, lr_step_every=step_every, lr_gamma=gamma,
                                 lr_total=total, loss=exp.loss, metrics=list(exp.metrics),
                                 compute_time=exp.compute_time, step_time=exp.step_time,
-                                eval_every=exp.eval_every, seed=exp.seed)
+                                eval_every=exp.eval_every, eval_period=exp.eval_period,
+                                seed=exp.seed)
     transport = Transport(chunk_bytes=exp.chunk_bytes, dead_after=exp.dead_after)
     probes = probe_peers(spec, net)
     speeds = {}

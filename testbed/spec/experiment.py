@@ -102,6 +102,9 @@ EXPERIMENT = Section("experiment", "one experiment: a sync scheme over an overla
     Key("step_time", "time", "train: a step lasts at least this at speed 1.0 (a slower device)",
         above=True, default_text="`0s`: as fast as this machine"),
     Key("eval_every", "whole", "iterations between two evaluations", default=10, low=1, high=10**6),
+    Key("eval_period", "time", "above 0: evaluate every this long on wall time instead of every "
+                               "eval_every iterations (a copy of the latest global model)", default=0,
+        high=3600.0),
     Key("seed", "whole", "seeds the model, the data's split and the delay lines' draws", default=0,
         low=0, high=2**31),
     Key("chunk", "size", "the transport's chunk: the unit it paces and pipelines", default="1mib",
@@ -177,6 +180,8 @@ class Experiment:
     compute_time: float = 0.1
     step_time: float = 0.0        # train: a step takes at least this long at speed 1.0 (0: as measured)
     eval_every: int = 10
+    # > 0: rank 0 evaluates on wall time, every this many seconds, instead of every eval_every rounds
+    eval_period: float = field(default=0.0, metadata={UNKEYED_AT_DEFAULT: True})
     seed: int = 0
     max_iterations: int = 200
     max_time: float = 600.0
@@ -305,7 +310,7 @@ def parse(raw, datacenters, base_dir=None):
         batch_size=read("batch_size"), lr=read("lr"), momentum=read("momentum"),
         compute_time=read("compute_time"),
         step_time=step_time,
-        eval_every=read("eval_every"), seed=read("seed"),
+        eval_every=read("eval_every"), eval_period=read("eval_period"), seed=read("seed"),
         max_iterations=iterations, max_time=max_time, target_accuracy=accuracy,
         chunk_bytes=chunk,
         dead_after=read("dead_after"),

@@ -124,3 +124,25 @@ def test_killing_a_worker_fails_the_run_naming_it_and_cleanly(tmp_path):
     assert sum(e["ev"] == "iter" for e in read_events(events_path)) >= 5
     assert json.load(open(os.path.join(run, "summary.json")))["status"] == "failed"
     assert root_links_with(f"tb{run_id}") == []
+
+
+def test_evaluations_on_wall_time_test_a_copy_of_the_global_model_every_period(tmp_path):
+    from tests.mininet.helpers import run_topology
+    text = open(QUICKSTART).read().replace(
+        "  sync: ssgd\n", "  sync: fedavg\n  sync_options: {local_steps: 3}\n  eval_period: 1s\n")
+    text = text.replace("stop: {accuracy: 0.9, iterations: 400, time: 3min}",
+                        "stop: {iterations: 30, time: 3min}")
+    run, summary = run_topology(tmp_path, "wall", text)
+    assert summary["iterations"] == 30
+    evals = [e for e in read_events(os.path.join(run, "agents", "virginia-w0.jsonl"))
+             if e["ev"] == "eval"]
+    timed = [e for e in evals if "at" in e]
+    # Every period (1 s) of a run of several seconds, each on a model taken once a round
+    # ended, tested after it was taken and in the order they were taken.
+    assert len(timed) >= 3
+    assert all(e["at"] <= e["t"] for e in timed)
+    assert [e["at"] for e in timed] == sorted(e["at"] for e in timed)
+    assert min(b["t"] - a["t"] for a, b in zip(timed, timed[1:])) >= 0.9
+    # And the last model, tested where training ended.
+    assert evals[-1]["it"] == 30 and "at" not in evals[-1]
+    assert summary["final_accuracy"] == evals[-1]["accuracy"]
