@@ -106,8 +106,9 @@ if command -v pip3 >/dev/null; then
     done
   done < <(pip3 config list 2>/dev/null)
 fi
+# With the test tools: `make vm-test` runs the Mininet tests in the VM.
 chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
-  VENV="$venv" "${pip_env[@]}" bash /testbed/scripts/install.sh >&2
+  VENV="$venv" "${pip_env[@]}" bash /testbed/scripts/install.sh --test >&2
 
 # The guest's own files: the run-mode init, the share's mount, console
 # login, network, the testbed on PATH, sch_netem at boot.

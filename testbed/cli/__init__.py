@@ -7,6 +7,7 @@ from testbed.cli.commands import COMMANDS
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="geo-testbed", prog_name="testbed")
 def main():
     """geo-testbed: emulated WANs for distributed machine learning."""
 

@@ -574,7 +574,7 @@ def clean(include_running):
 def plugins(kind, options):
     """List the built-in and installed plug-ins by kind, with their options."""
     from agents.plugins import PluginError
-    from testbed.reference import KINDS
+    from testbed.docs.systems import KINDS
 
     for registry, heading, named, _ in KINDS:
         if kind and registry.kind != kind:
@@ -594,6 +594,14 @@ def plugins(kind, options):
                 out.print(f"      {o.name} = {default}  [dim]{o.values()}[/]  {o.help}")
         out.print("")
     out.print("Name a plug-in that is neither by module:Class, or by its file: ./my_sync.py:Scheme")
+
+
+@click.command()
+def schema():
+    """Print a JSON Schema (draft 2020-12) of topo.yaml, for an editor or check-jsonschema."""
+    from testbed.docs.pages import schema_page
+
+    click.echo(schema_page(), nl=False)
 
 
 @click.command()
@@ -621,4 +629,4 @@ def export(run_dir, out_dir, csv_dir):
 
 # Every `testbed` command; the group in __init__.py adds them.
 COMMANDS = (validate, net, doctor, selftest, run, inject, report, compare, sweep, reproduce, bound,
-            coflow_sim, plugins, export, clean)
+            coflow_sim, plugins, schema, export, clean)

@@ -23,7 +23,11 @@ TOOLS = {
 QDISCS = ("htb", "netem", "bfifo")
 BRIDGE_NF = ("iptables", "ip6tables", "arptables")
 DELAY_BACKENDS = ("auto", "netem", "crelay", "relay")
-BUILD_DELAYLINE = ("build it with scripts/install.sh (needs gcc: apt-get install gcc libc6-dev), "
+# The package carries the delay line's source, so an install without the
+# repository's script can build it too.
+DELAYLINE_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "delayline.c")
+BUILD_DELAYLINE = (f"build it with scripts/install.sh, or cc -O2 -o {delayline_binary()} "
+                   f"{DELAYLINE_SOURCE} -lm (needs gcc: apt-get install gcc libc6-dev), "
                    "or set TESTBED_DELAYLINE to its path")
 
 

@@ -26,6 +26,7 @@ import random
 from dataclasses import dataclass
 
 from testbed.spec import validate as check
+from testbed.spec.declare import Key, Section
 from testbed.spec.textfile import TextFileError, read_small_text
 from testbed.spec.units import UnitError, format_rate, parse_fraction, parse_rate, parse_time, shown
 from testbed.spec.validate import SpecError
@@ -47,6 +48,48 @@ TRAIN_SPEED_LIMIT = ("real training cannot run faster than this machine, so a wo
 # One schedule expands into at most this many timed changes over a run.
 MAX_ACTIONS = 100_000
 MAX_TRACE_BYTES = 1 << 20
+
+
+def _level(name, help, **more):
+    """A generator's value: a rate on a link, a relative speed for workers."""
+    return Key(name, "rate", help, alt=Key("", "speed", "", low=0, high=MAX_SPEED, above=True), **more)
+
+
+ENTRY = Section("dynamics[]", "one change at a time (`at`), a trace, or a generator; of a link "
+                              "(`link`) or of compute speeds (`worker`, `dc`)", [
+    Key("at", "time", "when, from the agents' start; the step generator's switch"),
+    Key("link", "pair", "the WAN link that changes"),
+    Key("direction", "word", "both directions, or only the first DC to the second", default="both",
+        choices=("both", "forward")),
+    Key("worker", "name", "the worker whose speed changes"),
+    Key("dc", "name", "every worker of this DC"),
+    Key("bw", "rate", "the link's new rate"),
+    Key("delay", "time", "the link's new one-way delay", high=check.MAX_DELAY),
+    Key("jitter", "time", "the link's new jitter", high=check.MAX_DELAY),
+    Key("loss", "loss", "the link's new loss"),
+    Key("down", "flag", "true cuts the link: every frame is dropped"),
+    Key("up", "flag", "true restores a cut link"),
+    Key("speed", "speed", "the new relative compute speed", low=0, high=MAX_SPEED, above=True),
+    Key("trace", "text", "a CSV file of `time_s,bw[,delay,loss]` rows, beside the topology",
+        what="a file name"),
+    Key("loop", "flag", "repeat the trace: true after its own length, or with a period given as a "
+                        "time", default=False, alt=Key("", "time", "", above=True)),
+    Key("start", "time", "shifts a trace or a generator later", default=0),
+    Key("generator", "word", "step, square, random_walk or uniform", choices=GENERATORS),
+    _level("from", "step: the value before `at`"),
+    _level("to", "step: the value from `at` on"),
+    _level("low", "square, random_walk, uniform: the lowest value"),
+    _level("high", "square, random_walk, uniform: the highest value"),
+    Key("period", "time", "square: a high and a low half", above=True),
+    _level("step", "random_walk: one step up or down"),
+    Key("every", "time", "random_walk, uniform: time between two values", above=True),
+    Key("seed", "whole", "random_walk, uniform: the same seed, the same values", default=0),
+    _level("initial", "random_walk: where it starts", default_text="halfway between low and high"),
+])
+# Which keys each kind of entry takes, besides its target's (TARGET_KEYS).
+ENTRY_KEYS = {"at": {"at"}, "trace": {"trace", "loop", "start"}}
+TARGET_KEYS = {"link": {"link", "direction"}, "speed": {"worker", "dc"}}
+VALUE_KEYS = {"link": set(LINK_SETTINGS) | {"up", "down"}, "speed": {"speed"}}
 
 
 @dataclass(frozen=True)
@@ -279,29 +322,28 @@ def _entry(item, path, spec_links, workers_by_dc, base_dir, max_speed):
         kind = "at" if "at" in item else "trace"
     target = _target(item, path, spec_links, workers_by_dc)
     p = lambda key: f"{path}.{key}"  # noqa: E731
-    value_keys = set(LINK_SETTINGS) | {"up", "down"} if target[0] == "link" else {"speed"}
-    target_keys = {"link", "direction"} if target[0] == "link" else {"worker", "dc"}
+    value_keys, target_keys = VALUE_KEYS[target[0]], TARGET_KEYS[target[0]]
     if kind == "at":
-        check.keys(item, {"at"} | target_keys | value_keys, path)
+        check.keys(item, ENTRY_KEYS["at"] | target_keys | value_keys, path)
         values = _values(item, target, path, max_speed)
         if not values:
             raise SpecError(path, "says when but not what: give "
                             + ("bw, delay, jitter, loss, down or up" if target[0] == "link" else "speed"))
-        return Schedule("at", target, ((check.duration(item["at"], p("at")), values),))
+        return Schedule("at", target, ((ENTRY["at"].check(item["at"], p("at")), values),))
     if kind == "trace":
-        check.keys(item, {"trace", "loop", "start"} | target_keys, path)
+        check.keys(item, ENTRY_KEYS["trace"] | target_keys, path)
         if target[0] != "link":
             raise SpecError(p("trace"), "a trace drives a link: give link: [a, b]")
-        if not isinstance(item["trace"], str) or not item["trace"]:
+        if not ENTRY["trace"].check(item["trace"], p("trace")):
             raise SpecError(p("trace"), f"{shown(item['trace'])} is not a file name")
         trace_path = os.path.join(base_dir, item["trace"])
         try:
             points = read_trace(trace_path)
         except TraceError as e:
             raise SpecError(p("trace"), str(e)) from None
-        start = check.duration(item.get("start", 0), p("start"))
+        start = ENTRY.read(item, "start", path)
         points = tuple((t + start, v) for t, v in points)
-        loop = item.get("loop", False)
+        loop = item.get("loop", ENTRY["loop"].default)
         period = 0.0
         if loop is True:
             period = trace_period([(t - start, v) for t, v in points])
@@ -321,8 +363,7 @@ def _target(item, path, spec_links, workers_by_dc):
         a, b = link
         if (a, b) not in spec_links and (b, a) not in spec_links:
             raise SpecError(f"{path}.link", f"there is no WAN link between {a} and {b}")
-        direction = check.word(item.get("direction", "both"), f"{path}.direction", ("both", "forward"),
-                               "direction")
+        direction = ENTRY.read(item, "direction", path)
         return ("link", a, b, direction == "both")
     if "worker" in item:
         workers = [w for ws in workers_by_dc.values() for w in ws]
@@ -341,16 +382,13 @@ def _values(item, target, path, max_speed):
             values["speed"] = speed(item["speed"], p("speed"), max_speed)
         return values
     if "bw" in item:
-        values["rate"] = check.rate(item["bw"], p("bw"))
-    for key in ("delay", "jitter"):
+        values["rate"] = ENTRY["bw"].check(item["bw"], p("bw"))
+    for key in ("delay", "jitter", "loss"):
         if key in item:
-            values[key] = check.duration(item[key], p(key), upper=check.MAX_DELAY)
-    if "loss" in item:
-        values["loss"] = check.loss(item["loss"], p("loss"))
-    if item.get("down") is True:
-        values["up"] = False
-    if item.get("up") is True:
-        values["up"] = True
+            values[key] = ENTRY[key].check(item[key], p(key))
+    for key in ("down", "up"):
+        if key in item and ENTRY[key].check(item[key], p(key)):
+            values["up"] = key == "up"
     return values
 
 
@@ -367,7 +405,7 @@ def speed(value, path, max_speed=MAX_SPEED):
 
 def _generator(item, target, path, target_keys, max_speed):
     p = lambda key: f"{path}.{key}"  # noqa: E731
-    name = check.word(item["generator"], p("generator"), GENERATORS, "generator")
+    name = ENTRY["generator"].check(item["generator"], p("generator"))
     extra = GENERATOR_KEYS[name]
     check.keys(item, {"generator", "start"} | extra | target_keys, path)
     key = "rate" if target[0] == "link" else "speed"
@@ -376,22 +414,22 @@ def _generator(item, target, path, target_keys, max_speed):
         if k not in item:
             needed = ", ".join(sorted(extra - {"seed", "initial"}))
             raise SpecError(p(k), f"missing: the {name} generator needs {needed}")
-        return check.rate(item[k], p(k)) if key == "rate" else speed(item[k], p(k), max_speed)
+        return ENTRY[k].check(item[k], p(k)) if key == "rate" else speed(item[k], p(k), max_speed)
 
-    start = check.duration(item.get("start", 0), p("start"))
+    start = ENTRY.read(item, "start", path)
     if name == "step":
-        params = {"start": start, "at": check.duration(item.get("at", 0), p("at")),
+        params = {"start": start, "at": ENTRY["at"].check(item.get("at", 0), p("at")),
                   "before": value("from"), "after": value("to"), "key": key}
     elif name == "square":
         low, high = value("low"), value("high")
-        period = check.duration(item.get("period", 0), p("period"), positive=True)
+        period = ENTRY["period"].check(item.get("period", 0), p("period"))
         params = {"low": low, "high": high, "period": period, "start": start, "key": key}
     else:
         low, high = value("low"), value("high")
         if low >= high:
             raise SpecError(p("high"), "must be above low")
-        every = check.duration(item.get("every", 0), p("every"), positive=True)
-        seed = check.whole(item.get("seed", 0), p("seed"))
+        every = ENTRY["every"].check(item.get("every", 0), p("every"))
+        seed = ENTRY.read(item, "seed", path)
         params = {"low": low, "high": high, "every": every, "seed": seed, "start": start,
                   "key": key}
         if name == "random_walk":

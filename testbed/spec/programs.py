@@ -20,6 +20,7 @@ import string
 from dataclasses import dataclass
 
 from testbed.spec import validate as check
+from testbed.spec.declare import Key, Section
 from testbed.spec.units import shown
 from testbed.spec.validate import SpecError
 
@@ -29,7 +30,14 @@ ENVIRONMENT = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_A
                "TESTBED_HOST", "TESTBED_DC", "TESTBED_IP", "TESTBED_IFNAME", "TESTBED_PEERS",
                "TESTBED_METRICS", "TESTBED_RUN")
 GROUPS = ("workers", "servers", "all")
-KEYS = {"hosts", "command", "env"}
+PROGRAM = Section("experiment.programs[]", "one program and the hosts that run it", [
+    Key("hosts", "hosts", "workers, servers, all, a data center's name, or a list of hosts",
+        default="workers"),
+    Key("command", "text", "the shell line each process runs, with {fields}: " + ", ".join(FIELDS),
+        required=True),
+    Key("env", "env", "more environment variables: NAME: value"),
+])
+KEYS = PROGRAM.names
 
 
 @dataclass(frozen=True)
@@ -68,7 +76,7 @@ def parse(raw, datacenters, path):
     for i, entry in enumerate(entries):
         where = f"{path}[{i}]"
         check.mapping(entry, where, "hosts, command, env")
-        check.keys(entry, KEYS, where)
+        PROGRAM.check_keys(entry, where)
         if "command" not in entry:
             raise SpecError(f"{where}.command", "missing: the shell line to run")
         command = entry["command"]
@@ -82,7 +90,7 @@ def parse(raw, datacenters, path):
             if field not in FIELDS:
                 raise SpecError(f"{where}.command", f"unknown field {{{field}}}; fields: "
                                                     f"{', '.join('{' + f + '}' for f in FIELDS)}")
-        hosts = hosts_of(entry.get("hosts", "workers"), datacenters, f"{where}.hosts")
+        hosts = hosts_of(entry.get("hosts", PROGRAM["hosts"].default), datacenters, f"{where}.hosts")
         if not hosts:
             raise SpecError(f"{where}.hosts", "names no host")
         for h in hosts:

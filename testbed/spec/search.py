@@ -33,11 +33,38 @@ from agents.coflow.policies import COFLOW
 from agents.coflow.search import SearchParams, zoo_mb
 from agents.plugins import OptionError, PluginError, check_options
 from testbed.spec import validate as check
+from testbed.spec.declare import Key, Section
 from testbed.spec.units import shown
 from testbed.spec.validate import SpecError
 
-KEYS = {"dc", "policy", "policy_options", "tasks", "configs", "eta", "iterations", "growth",
-        "workers", "models", "scale", "compute", "task_gap", "seed", "chunk", "stop"}
+SEARCH_STOP = Section("search.stop", "when the search ends", [
+    Key("time", "time", "from the agents' start", default="5min", above=True),
+])
+SEARCH = Section("search", "tasks of successive-halving searches on one DC's hosts, their coflows "
+                           "ordered by a policy", [
+    Key("dc", "name", "the DC whose hosts run the jobs", default_text="the DC with the most hosts"),
+    Key("policy", "plugin", "the coflow scheduling policy", default="beamer", registry=COFLOW),
+    Key("policy_options", "options", "the policy's options", default={}, registry=COFLOW),
+    Key("tasks", "whole", "concurrent searches", default=2, low=1, high=1000),
+    Key("configs", "whole", "configurations each search starts with", default=2, low=1, high=10_000),
+    Key("eta", "whole", "keep the best 1/eta after each stage", default=2, low=2, high=100),
+    Key("iterations", "whole", "iterations per job in the first stage", default=2, low=1, high=10**6),
+    Key("growth", "number", "iterations multiply by this each stage", low=1.0, high=100.0,
+        default_text="eta"),
+    Key("workers", "whole", "workers per job (each job also has a PS)", default=2, low=1, high=1000),
+    Key("models", "models", "the models jobs draw from: {name: MB}", default_text="resnet18, vgg16, "
+        "alexnet, mobilenet at their fp32 sizes"),
+    Key("scale", "number", "a model's bytes are its MB x scale", default=0.01, low=1e-9, high=1e6),
+    Key("compute", "list", "[shortest, longest] compute per iteration, drawn per job",
+        default=["200ms", "500ms"], length=(2, 2), item=Key("", "time", "")),
+    Key("task_gap", "time", "task u starts at u x task_gap", default=0),
+    Key("seed", "whole", "seeds the searches' draws", default=0, low=0, high=2**31),
+    Key("chunk", "size", "the unit a sender paces and a receiver counts", default="64kib", low="1kib",
+        high="1gib"),
+    Key("stop", "mapping", "when the search ends", section=SEARCH_STOP),
+])
+SECTIONS = (SEARCH, SEARCH_STOP)
+KEYS = SEARCH.names
 
 
 @dataclass(frozen=True)
@@ -54,57 +81,53 @@ class SearchSpec:
 def parse(raw, datacenters):
     """raw: the YAML mapping; datacenters: [DataCenter].  Returns a
     SearchSpec; raises SpecError."""
-    check.keys(raw, KEYS, "search")
+    SEARCH.check_keys(raw, "search")
     p = lambda key: f"search.{key}"  # noqa: E731
-
-    def whole(key, default, low, high):
-        return check.whole(raw.get(key, default), p(key), low, high)
+    read = lambda key: SEARCH.read(raw, key, "search")  # noqa: E731
 
     by_name = {d.name: d for d in datacenters}
     dc = check.word(raw.get("dc", max(datacenters, key=lambda d: len(d.hosts)).name), p("dc"),
                     list(by_name), "data center")
     machines = tuple(by_name[dc].hosts)
 
-    policy = raw.get("policy", "beamer")
+    policy = raw.get("policy", SEARCH["policy"].default)
     try:
         cls, _ = COFLOW.load(policy)
     except PluginError as e:
         raise SpecError(p("policy"), str(e)) from None
     try:
-        options = check_options(cls.OPTIONS, raw.get("policy_options", {}) or {}, policy)
+        given = raw.get("policy_options", SEARCH["policy_options"].default) or {}
+        options = check_options(cls.OPTIONS, given, policy)
         cls(**options)
     except OptionError as e:
         raise SpecError(p("policy_options") if e.key is None else f"{p('policy_options')}.{e.key}",
                         e.message) from None
 
-    workers = whole("workers", 2, 1, 1000)
+    workers = read("workers")
     if len(machines) < workers + 1:
         raise SpecError(p("workers"), f"a job's {workers} workers and its PS need {workers + 1} hosts; "
                                       f"{dc} has {len(machines)}")
-    eta = whole("eta", 2, 2, 100)
-    growth = raw.get("growth")
-    if growth is not None:
-        growth = check.number(growth, p("growth"), 1.0, 100.0)
+    eta = read("eta")
+    growth = read("growth") if "growth" in raw else None
     models = raw.get("models", zoo_mb())
     if not isinstance(models, dict) or not models or not all(
             isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
             for k, v in models.items()):
         raise SpecError(p("models"), "must map model names to sizes in MB above zero")
-    compute = raw.get("compute", ["200ms", "500ms"])
-    if not isinstance(compute, list) or len(compute) != 2:
+    compute = raw.get("compute", SEARCH["compute"].default)
+    if not isinstance(compute, list) or len(compute) not in SEARCH["compute"].length:
         raise SpecError(p("compute"), f"{shown(compute)} must be [shortest, longest], e.g. [200ms, 500ms]")
-    compute = tuple(check.duration(c, p("compute")) for c in compute)
+    compute = tuple(SEARCH["compute"].item.check(c, p("compute")) for c in compute)
     if compute[0] > compute[1]:
         raise SpecError(p("compute"), f"{shown(raw['compute'])}: the shortest is longer than the longest")
-    chunk = check.size(raw.get("chunk", "64kib"), p("chunk"), "1kib", "1gib")
+    chunk = read("chunk")
     stop = check.mapping(raw.get("stop", {}), p("stop"), "time")
-    check.keys(stop, {"time"}, "search.stop")
+    SEARCH_STOP.check_keys(stop, p("stop"))
     params = SearchParams(
-        tasks=whole("tasks", 2, 1, 1000), configs=whole("configs", 2, 1, 10_000), eta=eta,
-        iterations=whole("iterations", 2, 1, 10**6), growth=growth, workers=workers,
-        machines=len(machines), zoo={k: float(v) for k, v in models.items()},
-        scale=check.number(raw.get("scale", 0.01), p("scale"), 1e-9, 1e6), compute=compute,
-        task_gap=check.duration(raw.get("task_gap", 0), p("task_gap")), seed=whole("seed", 0, 0, 2**31))
+        tasks=read("tasks"), configs=read("configs"), eta=eta, iterations=read("iterations"),
+        growth=growth, workers=workers, machines=len(machines),
+        zoo={k: float(v) for k, v in models.items()},
+        scale=read("scale"), compute=compute, task_gap=read("task_gap"), seed=read("seed"))
     return SearchSpec(
         dc=dc, machines=machines, params=params, policy=policy, policy_options=dict(options),
-        chunk_bytes=chunk, max_time=check.duration(stop.get("time", "5min"), p("stop.time"), positive=True))
+        chunk_bytes=chunk, max_time=SEARCH_STOP.read(stop, "time", p("stop")))

@@ -17,6 +17,7 @@ from testbed.spec import experiment as experiment_section
 from testbed.spec import presets
 from testbed.spec import search as search_section
 from testbed.spec import validate as check
+from testbed.spec.declare import Key, Section
 from testbed.spec.experiment import UNKEYED_AT_DEFAULT
 from testbed.spec.overrides import apply
 from testbed.spec.textfile import TextFileError, read_small_text
@@ -33,6 +34,9 @@ MAX_HOSTS_PER_DC = 32
 DEFAULT_PRESET_BW_SCALE = 0.05
 FRAME_BYTES = 1514
 MIN_QUEUE_PACKETS = 32
+# A queue given in frames, in round-trip BDPs, or in bytes (at least two frames).
+QUEUE_FRAMES = (2, 100_000)
+MAX_QUEUE_BDPS = 100
 
 
 @dataclass(frozen=True)
@@ -122,9 +126,6 @@ class Lan:
     delay: float = 0.0
 
 
-# The keys a topology file may have at its top (recipes set dotted paths under them).
-TOP_KEYS = {"name", "datacenters", "wan", "lan", "tcp", "preset_bw_scale", "experiment", "search",
-            "dynamics", "description", "routing"}
 # How the routers choose paths: least delay (each link costs its round trip),
 # or widest (each direction costs 1 / its rate, as OSPF's default costs do).
 ROUTING = ("delay", "bandwidth")
@@ -161,6 +162,82 @@ class Spec:
             if {link.a, link.b} == {a, b}:
                 return link
         raise KeyError(f"no WAN link between {a} and {b}")
+
+
+# ---------------------------------------------------------------- declarations
+
+LINK_SETTINGS = (
+    Key("bw", "rate", "rate on the wire (frames with headers), each direction",
+        default_text="the preset's; required without one"),
+    Key("delay", "time", "one-way delay", default=0, high=MAX_DELAY, default_text="`0`, or the preset's"),
+    Key("jitter", "time", "each frame's delay is uniform in delay +- jitter; at most the delay",
+        default=0, high=MAX_DELAY),
+    Key("loss", "loss", "share of frames dropped", default=0),
+    Key("queue", "queue", "the bottleneck queue: frames (`100`), bytes (`256kb`) or round-trip "
+                          "bandwidth-delay products (`2bdp`), at least a few dozen frames",
+        default="1bdp"),
+)
+DIRECTION = Section("wan[].forward, wan[].reverse", "one direction's own settings, over the link's",
+                    [Key(k.name, k.kind, k.help, low=k.low, high=k.high, default_text="the link's")
+                     for k in LINK_SETTINGS])
+LINK = Section("wan[]", "one WAN link: two data centers, shaped at each sender's egress", [
+    Key("between", "pair", "the two data centers it joins",
+        default_text="the preset's regions; required without one"),
+    Key("preset", "text", "a measured AWS region pair (`aws/Virginia-Tokyo`): RTT/2 as the delay, "
+                          "its bandwidth x preset_bw_scale as the rate", what="a preset like "
+                                                                               "aws/Virginia-Frankfurt"),
+    *LINK_SETTINGS,
+    Key("forward", "mapping", "the first DC to the second: overrides", section=DIRECTION),
+    Key("reverse", "mapping", "the second DC to the first: overrides", section=DIRECTION),
+])
+DATACENTER = Section("datacenters[]", "one data center: a switch, a router and its hosts", [
+    Key("name", "name", "the DC's name; its hosts are NAME-s0.. and NAME-w0..", required=True),
+    Key("workers", "whole", "worker hosts", default=0, low=0, high=MAX_HOSTS_PER_DC),
+    Key("servers", "whole", "server hosts (parameter servers and relays)", default=0, low=0,
+        high=MAX_HOSTS_PER_DC),
+    Key("compute", "speed", "each worker's relative compute speed (1.0: the reference); a list "
+                            "gives one per worker; at most 1 when the workload trains for real",
+        default=1.0, low=0, high=dynamics_section.MAX_SPEED, above=True,
+        alt=Key("", "list", "", item=Key("", "speed", "", low=0, high=dynamics_section.MAX_SPEED,
+                                         above=True))),
+])
+LAN = Section("lan", "every host's link to its DC's switch", [
+    Key("bw", "rate", "each host's NIC, both ways", default="1gbit"),
+    Key("delay", "time", "one-way delay of a host's link", default=0, high=1.0),
+])
+TCP = Section("tcp", "the emulated hosts' TCP, each in its own namespace (the machine's is left "
+                     "as found)", [
+    Key("slow_start_after_idle", "flag", "false keeps a connection's window across an idle "
+                                         "retransmission timeout", default_text="the kernel's (true)"),
+])
+TOP = Section("", "the top of the file", [
+    Key("name", "name", "the setting's name, in run folders and the network's tag",
+        default_text="the file's name, where that is a valid name; else `topo`"),
+    Key("description", "text", "a line saying what the setting is for; the testbed does not read it"),
+    Key("datacenters", "list", "the data centers", required=True, length=(2, MAX_DCS),
+        item=Key("", "mapping", "", section=DATACENTER)),
+    Key("wan", "list", "the WAN links; every DC must be reachable", required=True, length=(1, None),
+        item=Key("", "mapping", "", section=LINK)),
+    Key("lan", "mapping", "the hosts' links inside a DC", section=LAN),
+    Key("tcp", "mapping", "the hosts' TCP settings", section=TCP),
+    Key("preset_bw_scale", "number", "scales the rate of every link taken from a preset",
+        default=DEFAULT_PRESET_BW_SCALE, low=0, high=1, above=True),
+    Key("routing", "word", "how routers choose paths: least delay (each link costs its round trip), "
+                           "or the widest (each direction costs 1 / its rate, as OSPF's do)",
+        default="delay", choices=ROUTING),
+    Key("experiment", "mapping", "one experiment: what trains and how it synchronizes "
+                                 "(not with search)", section=experiment_section.EXPERIMENT,
+        default_text="none"),
+    Key("search", "mapping", "a hyper-parameter search instead of one experiment",
+        section=search_section.SEARCH, default_text="none"),
+    Key("dynamics", "list", "timed link and speed changes, traces and generators",
+        default=[], item=Key("", "mapping", "", section=dynamics_section.ENTRY)),
+])
+# The keys a topology file may have at its top (recipes set dotted paths under them).
+TOP_KEYS = TOP.names
+LINK_KEYS = {k.name for k in LINK_SETTINGS}
+SECTIONS = (TOP, DATACENTER, LINK, DIRECTION, LAN, TCP, *experiment_section.SECTIONS,
+            *search_section.SECTIONS, dynamics_section.ENTRY)
 
 
 # ---------------------------------------------------------------- reading
@@ -254,9 +331,11 @@ def _name(value, path):
 
 
 def _build(doc, source, default_name):
-    check.keys(doc, TOP_KEYS, "")
+    TOP.check_keys(doc, "")
     name = doc.get("name", default_name if NAME_RE.fullmatch(default_name or "") else "topo")
     name = _name(name, "name")
+    if "description" in doc:
+        TOP.read(doc, "description", "")
     if "datacenters" not in doc:
         raise SpecError("datacenters", "missing: list the data centers")
     dcs = _datacenters(doc["datacenters"])
@@ -266,8 +345,7 @@ def _build(doc, source, default_name):
         lan = _lan(doc.get("lan", {}))
     with SpecError.at("tcp", "a mapping of slow_start_after_idle"):
         tcp = _tcp(doc.get("tcp", {}))
-    scale = check.number(doc.get("preset_bw_scale", DEFAULT_PRESET_BW_SCALE), "preset_bw_scale", 0, 1,
-                         above=True)
+    scale = TOP.read(doc, "preset_bw_scale", "")
     wan = _wan(doc["wan"], {d.name for d in dcs}, scale)
     _check_connected(dcs, wan)
     experiment = None
@@ -300,7 +378,7 @@ def _build(doc, source, default_name):
                 raise SpecError(path_of("dynamics", i), f"makes {n} changes in the run's "
                                 f"{experiment.max_time:g}s; at most {dynamics_section.MAX_ACTIONS}: "
                                 "space them further apart")
-    routing = check.word(doc.get("routing", "delay"), "routing", ROUTING, "routing")
+    routing = TOP.read(doc, "routing", "")
     return Spec(name=name, datacenters=tuple(dcs), wan=tuple(wan), lan=lan, tcp=tcp,
                 experiment=experiment, search=search,
                 dynamics=dynamics, source=source, routing=routing)
@@ -325,18 +403,18 @@ def _datacenters(value):
 def _datacenter(item, path, i, seen):
     """One entry of datacenters; `seen` maps names to their index so far."""
     check.mapping(item, path, "name, workers, servers, compute")
-    check.keys(item, {"name", "workers", "servers", "compute"}, path)
+    DATACENTER.check_keys(item, path)
     if "name" not in item:
         raise SpecError(path_of(path, "name"), "missing")
     name = _name(item["name"], path_of(path, "name"))
     if name in seen:
         raise SpecError(path_of(path, "name"), f"'{name}' is already datacenters[{seen[name]}]")
     seen[name] = i
-    workers = check.whole(item.get("workers", 0), path_of(path, "workers"), 0, MAX_HOSTS_PER_DC)
-    servers = check.whole(item.get("servers", 0), path_of(path, "servers"), 0, MAX_HOSTS_PER_DC)
+    workers = DATACENTER.read(item, "workers", path)
+    servers = DATACENTER.read(item, "servers", path)
     if workers + servers > MAX_HOSTS_PER_DC:
         raise SpecError(path, f"{workers + servers} hosts; at most {MAX_HOSTS_PER_DC} per data center")
-    compute = _compute(item.get("compute", 1.0), path_of(path, "compute"), workers)
+    compute = _compute(item.get("compute", DATACENTER["compute"].default), path_of(path, "compute"), workers)
     return DataCenter(name=name, workers=workers, servers=servers, compute=compute)
 
 
@@ -363,22 +441,17 @@ def _check_train_speeds(raw, dcs):
 
 def _lan(value):
     check.mapping(value, "lan", "bw, delay")
-    check.keys(value, {"bw", "delay"}, "lan")
-    rate = check.rate(value.get("bw", "1gbit"), "lan.bw")
-    delay = check.duration(value.get("delay", 0), "lan.delay", upper=1.0)
-    return Lan(rate=rate, delay=delay)
+    LAN.check_keys(value, "lan")
+    return Lan(rate=LAN.read(value, "bw", "lan"), delay=LAN.read(value, "delay", "lan"))
 
 
 def _tcp(value):
     check.mapping(value, "tcp", "slow_start_after_idle")
-    check.keys(value, {"slow_start_after_idle"}, "tcp")
+    TCP.check_keys(value, "tcp")
     restart = value.get("slow_start_after_idle")
-    if restart is not None and not isinstance(restart, bool):
-        raise SpecError("tcp.slow_start_after_idle", f"{restart!r} is not true or false")
+    if restart is not None:
+        TCP["slow_start_after_idle"].check(restart, "tcp.slow_start_after_idle")
     return Tcp(slow_start_after_idle=restart)
-
-
-LINK_KEYS = {"bw", "delay", "jitter", "loss", "queue"}
 
 
 def _wan(value, dc_names, scale):
@@ -396,14 +469,11 @@ def _wan(value, dc_names, scale):
 def _link(item, path, i, seen, dc_names, scale):
     """One entry of wan; `seen` maps the pairs joined so far to their index."""
     check.mapping(item, path, "between, bw, delay, ...")
-    check.keys(item, LINK_KEYS | {"between", "preset", "forward", "reverse"}, path)
+    LINK.check_keys(item, path)
     base = {}
     preset_name = ""
     if "preset" in item:
-        preset_name = item["preset"]
-        if not isinstance(preset_name, str):
-            raise SpecError(path_of(path, "preset"), f"{preset_name!r} is not a preset like "
-                                                     "aws/Virginia-Frankfurt")
+        preset_name = LINK.read(item, "preset", path)
         try:
             ra, rb, rtt, rate = presets.lookup(str(preset_name))
         except presets.PresetError as e:
@@ -419,7 +489,7 @@ def _link(item, path, i, seen, dc_names, scale):
         if direction in item:
             dpath = path_of(path, direction)
             check.mapping(item[direction], dpath, "bw, delay, jitter, loss, queue")
-            check.keys(item[direction], LINK_KEYS, dpath)
+            DIRECTION.check_keys(item[direction], dpath)
     ab = _direction(base, common, item.get("forward", {}), path, "forward")
     ba = _direction(base, common, item.get("reverse", {}), path, "reverse")
     return WanLink(a=a, b=b, ab=ab, ba=ba, preset=preset_name)
@@ -448,21 +518,21 @@ def _direction(base, common, override, path, which):
 
     raw, p = pick("bw")
     if raw is not None:
-        rate = check.rate(raw, p)
+        rate = LINK["bw"].check(raw, p)
     elif "bw" in base:
         rate = base["bw"]
     else:
         raise SpecError(path_of(path, "bw"), "missing: give the link's rate, e.g. bw: 50mbit")
     raw, p = pick("delay")
-    delay = check.duration(raw, p, upper=MAX_DELAY) if raw is not None else base.get("delay", 0.0)
+    delay = LINK["delay"].check(raw, p) if raw is not None else base.get("delay", 0.0)
     raw, p = pick("jitter")
-    jitter = check.duration(raw, p, upper=MAX_DELAY) if raw is not None else 0.0
+    jitter = LINK["jitter"].check(raw if raw is not None else LINK["jitter"].default, p)
     if jitter > delay:
         raise SpecError(p, f"jitter {jitter * 1e3:g}ms is larger than the delay {delay * 1e3:g}ms")
     raw, p = pick("loss")
-    loss = check.loss(raw, p) if raw is not None else 0.0
+    loss = LINK["loss"].check(raw if raw is not None else LINK["loss"].default, p)
     raw, p = pick("queue")
-    bdps, fixed = _queue(raw, p) if raw is not None else (1.0, 0)
+    bdps, fixed = _queue(raw if raw is not None else LINK["queue"].default, p)
     queue = queue_bytes(rate, delay, bdps) if bdps else fixed
     direction = Direction(rate=rate, delay=delay, jitter=jitter, loss=loss, queue=queue, queue_bdp=bdps)
     problem = direction.problem()
@@ -482,19 +552,20 @@ def _queue(value, path):
     """queue: 100 (frames), 256kb (bytes) or 2bdp (round-trip BDPs) ->
     (bdps, 0) or (0, bytes)."""
     if isinstance(value, int) and not isinstance(value, bool):
-        if not 2 <= value <= 100_000:
-            raise SpecError(path, f"{value} frames is out of range 2..100000")
+        low, high = QUEUE_FRAMES
+        if not low <= value <= high:
+            raise SpecError(path, f"{value} frames is out of range {low}..{high}")
         return 0.0, value * FRAME_BYTES
     if isinstance(value, str) and re.fullmatch(r"(\d+(\.\d*)?|\.\d+)bdp", value.strip()):
         bdps = float(value.strip()[:-3])
-        if not 0 < bdps <= 100:
-            raise SpecError(path, f"{value!r}: between 0 and 100 bdp")
+        if not 0 < bdps <= MAX_QUEUE_BDPS:
+            raise SpecError(path, f"{value!r}: between 0 and {MAX_QUEUE_BDPS} bdp")
         return bdps, 0
     try:
         size = parse_size(value)
     except UnitError:
         raise SpecError(path, f"{value!r} is not a queue like 100 (frames), 256kb or 2bdp") from None
-    if size < 2 * FRAME_BYTES:
+    if size < QUEUE_FRAMES[0] * FRAME_BYTES:
         raise SpecError(path, f"{value!r} holds less than two frames")
     if size > MAX_QUEUE_BYTES:
         raise SpecError(path, f"{value!r} is over 1gib; no WAN queue holds that much")

@@ -38,7 +38,7 @@ CANCEL_GRACE = 30.0         # seconds a cancelled run gets to tear its network d
 POLL = 1.0
 CONNECT_TIMEOUT = 5.0
 SCRATCH_ROOT = "/var/tmp/geo-testbed-cluster"
-INSTALL_HINT = "install the cluster extra: pip install -e '.[cluster]' (or scripts/install.sh)"
+INSTALL_HINT = "install the cluster extra: scripts/install.sh --cluster (or pip install '.[cluster]')"
 
 
 class ClusterError(RuntimeError):

@@ -1,15 +1,5 @@
-"""Reference pages drawn from the code's own declarations, so they cannot
-drift: every plug-in kind's built-ins with their options.
-
-    python -m testbed.reference          # rewrites the pages under docs/
-    python -m testbed.reference --check  # exit 1 if a page is stale
-
-A test fails when a committed page differs from what this draws.
-"""
-
-import argparse
-import os
-import sys
+"""docs/systems.md: every plug-in kind's built-ins with their options,
+drawn from the registries (agents/plugins.py)."""
 
 from agents.coflow.policies import COFLOW
 from agents.metrics import METRIC
@@ -17,8 +7,8 @@ from agents.models import DATASET, MODEL
 from agents.overlay import OVERLAY
 from agents.sync import SYNC
 from agents.workload import WORKLOAD
+from testbed.docs.markdown import table
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KINDS = (  # (registry, heading, where topo.yaml names one, where its options go)
     (SYNC, "Sync schemes", "experiment.sync", "experiment.sync_options"),
     (OVERLAY, "Overlays", "experiment.overlay", "experiment.overlay_options"),
@@ -30,19 +20,13 @@ KINDS = (  # (registry, heading, where topo.yaml names one, where its options go
 )
 
 
-def _cell(text):
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
 def option_table(options):
     """A markdown table of declared Options."""
     if not options:
         return "No options.\n"
-    rows = ["| option | default | values | what it does |", "|---|---|---|---|"]
-    for o in options:
-        default = "unset" if o.default is None else f"`{o.default}`"
-        rows.append(f"| `{o.name}` | {default} | {_cell(o.values())} | {_cell(o.help)} |")
-    return "\n".join(rows) + "\n"
+    return table(["option", "default", "values", "what it does"],
+                 [(f"`{o.name}`", "unset" if o.default is None else f"`{o.default}`", o.values(), o.help)
+                  for o in options])
 
 
 def systems_page():
@@ -50,7 +34,7 @@ def systems_page():
     out = ["# Systems and their options", "",
            "Every built-in sync scheme, overlay, coflow policy, workload, model, dataset and metric, "
            "with the options topo.yaml may set.  Drawn from the registries by "
-           "`python -m testbed.reference`; do not edit by hand.  Your own plug-ins are named "
+           "`python -m testbed.docs`; do not edit by hand.  Your own plug-ins are named "
            "the same way (see [extending](extending.md)).", ""]
     for registry, heading, named, options_at in KINDS:
         out += [f"## {heading}", "", f"Named in `{named}`" +
@@ -69,39 +53,3 @@ def systems_page():
             out += [f"### `{name}`", "", cls.DESCRIPTION + (f" ({'; '.join(extra)})" if extra else ""),
                     "", option_table(cls.OPTIONS)]
     return "\n".join(out).rstrip() + "\n"
-
-
-PAGES = {"docs/systems.md": systems_page}
-
-
-def stale():
-    """[path] of the pages whose committed text differs from what is drawn."""
-    out = []
-    for rel, draw in PAGES.items():
-        path = os.path.join(ROOT, rel)
-        current = open(path).read() if os.path.exists(path) else None
-        if current != draw():
-            out.append(rel)
-    return out
-
-
-def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m testbed.reference", description=__doc__.split("\n")[0])
-    p.add_argument("--check", action="store_true", help="exit 1 if a page is stale, writing nothing")
-    args = p.parse_args(argv)
-    if args.check:
-        bad = stale()
-        for rel in bad:
-            print(f"stale: {rel} (run python -m testbed.reference)", file=sys.stderr)
-        return 1 if bad else 0
-    for rel, draw in PAGES.items():
-        path = os.path.join(ROOT, rel)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w") as f:
-            f.write(draw())
-        print(f"wrote {rel}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,5 @@
+import sys
+
+from testbed.docs.pages import main
+
+sys.exit(main())
