@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 
 KEYS = {"sync", "overlay", "server_dc", "workload", "model", "dataset", "data_dir", "partition",
         "model_options", "dataset_options", "optimizer", "weight_decay", "betas", "lr_schedule",
-        "loss", "metrics", "programs", "master_port", "user",
+        "loss", "metrics", "programs", "master_port", "user", "workdir",
         "batch_size", "lr", "momentum", "compute_time", "step_time", "eval_every", "eval_period", "seed",
         "stop", "chunk",
         "overlay_options", "sync_options", "coordination",
@@ -77,10 +77,12 @@ class Experiment:
     # The plug-ins named that are not built in: ((kind, ref, sha256 of its source), ...),
     # so a run is keyed by the code that made it.
     plugins: tuple = field(default=(), metadata={UNKEYED_AT_DEFAULT: True})
-    # A command workload's programs (testbed.spec.programs), their MASTER_PORT and their user.
+    # A command workload's programs (testbed.spec.programs), their MASTER_PORT, their user
+    # and the folder they run in (relative to topo.yaml's; "" for that one).
     programs: tuple = field(default=(), metadata={UNKEYED_AT_DEFAULT: True})
     master_port: int = field(default=29500, metadata={UNKEYED_AT_DEFAULT: True})
     user: str = field(default="", metadata={UNKEYED_AT_DEFAULT: True})
+    workdir: str = field(default="", metadata={UNKEYED_AT_DEFAULT: True})
     data_dir: str = ""
     partition: str = "iid"
     batch_size: int = 32
@@ -142,7 +144,7 @@ def parse(raw, datacenters, base_dir=None):
     workload, kind = plugin(WORKLOAD, raw, "workload", "train", base_dir, found)
     if getattr(kind, "RUNS_PROGRAMS", False):
         return parse_programs(raw, datacenters, workload, found)
-    for key in ("programs", "master_port", "user"):
+    for key in ("programs", "master_port", "user", "workdir"):
         if key in raw:
             raise SpecError(p(key), "is for workload: command only (programs of your own)")
     sync, scheme = plugin(SYNC, raw, "sync", "ssgd", base_dir, found)
@@ -322,6 +324,9 @@ def parse_programs(raw, datacenters, workload, found):
             pwd.getpwnam(user)
         except KeyError:
             raise SpecError(p("user"), f"no user {shown(user)} on this machine") from None
+    workdir = raw.get("workdir", "")
+    if not isinstance(workdir, str):
+        raise SpecError(p("workdir"), f"{shown(workdir)} is not a folder")
     with_servers = [d.name for d in datacenters if d.servers > 0]
     return Experiment(
         sync="", overlay="", workload=workload, model="", dataset="",
@@ -330,5 +335,5 @@ def parse_programs(raw, datacenters, workload, found):
                                 ["management", "wan"], "coordination"),
         max_iterations=iterations, max_time=max_time, probe=probe_settings(raw),
         seed=check.whole(raw.get("seed", 0), p("seed"), 0, 2**31),
-        programs=programs, user=user, plugins=tuple(found),
+        programs=programs, user=user, workdir=workdir, plugins=tuple(found),
         master_port=check.whole(raw.get("master_port", 29500), p("master_port"), 1024, 65535))
