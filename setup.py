@@ -25,7 +25,7 @@ setup(
         # Sweeps across machines (`--cluster`); checked with Ray 2.60.
         "cluster": ["ray>=2.60,<3"],
         "test": ["pytest>=7", "pytest-timeout", "pytest-rerunfailures>=14", "hypothesis>=6", "scipy>=1.10",
-                 "ray>=2.60,<3", "selenium>=4.10"],
+                 "ray>=2.60,<3", "selenium>=4.10", "flwr>=1.42,<2"],
     },
     entry_points={"console_scripts": ["testbed=testbed.cli:main"]},
 )
