@@ -142,6 +142,14 @@ def check_access(user, cwd, metrics):
                            f"{metrics}: give them access, or name another user (experiment.user)")
 
 
+def workdir(spec):
+    """The folder the programs run in: experiment.workdir from topo.yaml's."""
+    path = os.path.normpath(os.path.join(os.path.dirname(spec.source), spec.experiment.workdir))
+    if not os.path.isdir(path):
+        raise ProgramError(f"experiment.workdir: no folder {path} to run the programs in")
+    return path
+
+
 def start(processes, net, folder, user, cwd):
     """Start every planned process in its host: [(Process, Running, err path)]."""
     name, uid, gid, _ = user

@@ -471,7 +471,7 @@ def start_programs(spec, net, folder):
     hosts = {h.name: (h.dc, h.ip, h.intf) for h in net.plan.hosts}
     try:
         started = programs.start(programs.plan(exp, hosts, folder, user[3]), net, folder, user,
-                                 cwd=os.path.dirname(spec.source))
+                                 cwd=programs.workdir(spec))
     except programs.ProgramError as e:
         raise RunError(str(e)) from None
     runner_event(folder, "programs_started", hosts=[p.host for p, _, _ in started])

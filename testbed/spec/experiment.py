@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 
 PROBE_PAIRS = ("all", "neighbours")
 # Keys only a workload that runs programs of its own takes, and keys it refuses.
-PROGRAMS_ONLY = ("programs", "master_port", "user")
+PROGRAMS_ONLY = ("programs", "master_port", "user", "workdir")
 NOT_WITH_PROGRAMS = ("sync", "overlay", "sync_options", "overlay_options", "model", "dataset",
                      "model_options", "dataset_options", "optimizer", "lr_schedule", "metrics")
 # The model when topo.yaml names none: one that trains, or one of shapes only.
@@ -117,6 +117,8 @@ EXPERIMENT = Section("experiment", "one experiment: a sync scheme over an overla
         low=1024, high=65535),
     Key("user", "text", "workload command: who runs the programs", default="", what="a user name",
         default_text="the user who ran sudo"),
+    Key("workdir", "text", "workload command: the folder the programs run in, relative to topo.yaml's",
+        default="", what="a folder name", default_text="topo.yaml's folder"),
     Key("stop", "mapping", "when the run ends", section=STOP),
     Key("probe", "mapping", "network awareness: probes on every router", section=PROBE,
         default_text="no probes", alt=Key("", "const", "", choices=(True, None))),
@@ -168,10 +170,12 @@ class Experiment:
     # The plug-ins named that are not built in: ((kind, ref, sha256 of its source), ...),
     # so a run is keyed by the code that made it.
     plugins: tuple = field(default=(), metadata={UNKEYED_AT_DEFAULT: True})
-    # A command workload's programs (testbed.spec.programs), their MASTER_PORT and their user.
+    # A command workload's programs (testbed.spec.programs), their MASTER_PORT, their user
+    # and the folder they run in (relative to topo.yaml's; "" for that one).
     programs: tuple = field(default=(), metadata={UNKEYED_AT_DEFAULT: True})
     master_port: int = field(default=29500, metadata={UNKEYED_AT_DEFAULT: True})
     user: str = field(default="", metadata={UNKEYED_AT_DEFAULT: True})
+    workdir: str = field(default="", metadata={UNKEYED_AT_DEFAULT: True})
     data_dir: str = ""
     partition: str = "iid"
     batch_size: int = 32
@@ -401,6 +405,7 @@ def parse_programs(raw, datacenters, workload, found):
             pwd.getpwnam(user)
         except KeyError:
             raise SpecError(p("user"), f"no user {shown(user)} on this machine") from None
+    workdir = EXPERIMENT.read(raw, "workdir", "experiment")
     with_servers = [d.name for d in datacenters if d.servers > 0]
     return Experiment(
         sync="", overlay="", workload=workload, model="", dataset="",
@@ -408,5 +413,5 @@ def parse_programs(raw, datacenters, workload, found):
         coordination=EXPERIMENT.read(raw, "coordination", "experiment"),
         max_iterations=iterations, max_time=max_time, probe=probe_settings(raw),
         seed=EXPERIMENT.read(raw, "seed", "experiment"),
-        programs=programs, user=user, plugins=tuple(found),
+        programs=programs, user=user, workdir=workdir, plugins=tuple(found),
         master_port=EXPERIMENT.read(raw, "master_port", "experiment"))

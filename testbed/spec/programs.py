@@ -9,6 +9,7 @@ runs in its hosts instead of the testbed's agents.
           env: {OMP_NUM_THREADS: "1"}
       master_port: 29500              # MASTER_PORT (default 29500)
       user: alice                     # who runs them (default: the user who ran sudo)
+      workdir: ../code                # where they run, from topo.yaml's folder (default: that one)
 
 Each process is one rank: ranks go in the order of `programs`, and of the
 hosts in each entry as topo.yaml lists them.  The command is a shell line

@@ -272,10 +272,15 @@ def setting_document(recipe, setting):
     for axis, value in setting.values:
         apply(doc, axis, value)
     doc["name"] = recipe.id[:15].rstrip("-")
-    # Traces are named relative to the base; the setting's file lives elsewhere.
+    # Traces and the programs' folder are named relative to the base; the
+    # setting's file lives elsewhere.
+    base_dir = os.path.dirname(recipe.base)
     for entry in doc.get("dynamics") or []:
         if isinstance(entry, dict) and "trace" in entry and not os.path.isabs(str(entry["trace"])):
-            entry["trace"] = os.path.join(os.path.dirname(recipe.base), str(entry["trace"]))
+            entry["trace"] = os.path.join(base_dir, str(entry["trace"]))
+    exp = doc.get("experiment")
+    if isinstance(exp, dict) and "programs" in exp and isinstance(exp.get("workdir", ""), str):
+        exp["workdir"] = os.path.normpath(os.path.join(base_dir, exp.get("workdir", "")))
     return doc
 
 

@@ -68,3 +68,18 @@ def test_programs_belong_to_the_command_workload_only():
         "PROGRAMS", "    - {command: x}")
     with pytest.raises(S.SpecError, match="experiment.programs: is for workload: command only"):
         S.loads(text)
+
+
+def test_the_programs_run_in_workdir_from_topo_yaml_s_folder(tmp_path):
+    (tmp_path / "code").mkdir()
+    topo = tmp_path / "topos" / "t.yaml"
+    topo.parent.mkdir()
+    topo.write_text(BASE.replace("PROGRAMS", "    - {command: x}") + "  workdir: ../code\n")
+    assert programs.workdir(S.load(str(topo))) == str(tmp_path / "code")
+    topo.write_text(BASE.replace("PROGRAMS", "    - {command: x}"))
+    assert programs.workdir(S.load(str(topo))) == str(tmp_path / "topos")
+    topo.write_text(BASE.replace("PROGRAMS", "    - {command: x}") + "  workdir: ../nowhere\n")
+    with pytest.raises(programs.ProgramError, match=f"no folder {tmp_path}/nowhere to run"):
+        programs.workdir(S.load(str(topo)))
+    with pytest.raises(S.SpecError, match="experiment.workdir: 3 is not a folder"):
+        load("- {command: x}\n", "  workdir: 3\n")

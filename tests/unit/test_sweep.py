@@ -66,6 +66,19 @@ def test_a_recipe_can_compare_the_hosts_tcp_settings(tmp_path):
     assert restarts == [True, False, True, False]
 
 
+def test_a_setting_s_programs_run_where_the_base_says_not_where_its_file_is(tmp_path):
+    base = BASE.replace("experiment: {workload: synthetic, model: resnet18, stop: {iterations: 5}}",
+                        "experiment: {workload: command, programs: [{command: x}], workdir: code}")
+    path = recipe_at(tmp_path, RECIPE, base)
+    (tmp_path / "code").mkdir()
+    recipe = W.load_recipe(path)
+    doc = W.setting_document(recipe, recipe.settings()[0])
+    assert doc["experiment"]["workdir"] == str(tmp_path / "code")
+    without = base.replace(", workdir: code", "")
+    recipe = W.load_recipe(recipe_at(tmp_path, RECIPE, without))
+    assert W.setting_document(recipe, recipe.settings()[0])["experiment"]["workdir"] == str(tmp_path)
+
+
 def test_bandwidth_scale_and_workers_axes():
     doc = yaml.safe_load(BASE)
     W.apply(doc, "bw_scale", 0.5)

@@ -1,0 +1,1 @@
+"""FedAvg on scikit-learn's digits with a NumPy MLP: a Flower app."""
