@@ -144,11 +144,11 @@ def test_the_scratch_root_must_be_this_user_s_alone(tmp_path):
         cluster.scratch_root(link)
 
 
-def test_the_readme_says_the_ray_head_is_unauthenticated_and_what_network_it_needs():
-    with open(os.path.join(ROOT, "README.md")) as f:
-        section = f.read().split("## Sweeps across machines (Ray)")[1].split("\n## ")[0]
+def test_the_cluster_docs_say_the_ray_head_is_unauthenticated_and_what_network_it_needs():
+    with open(os.path.join(ROOT, "docs", "clusters.md")) as f:
+        section = f.read().split("## Security: the head is unauthenticated")[1].split("\n## ")[0]
     text = " ".join(section.split())
-    assert "Ray's head is unauthenticated" in text and "private network" in text
+    assert "authenticates no one" in text and "a network only its own machines reach" in text
 
 
 def test_an_address_nothing_answers_at_is_told_at_once():
