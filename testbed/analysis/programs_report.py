@@ -33,11 +33,13 @@ def summarize(folder, spec):
     t0 = started_at(folder)
     processes = folder.read_json("programs.json", [])
     seconds = [p["seconds"] for p in processes if p.get("seconds") is not None]
+    # Each host's last value of every scalar it wrote (a status word too);
+    # the plot draws the numbers only.
     last = {}
     for host, lines in metrics(folder).items():
         for line in lines:
             for key, value in line.items():
-                if key not in ("t", "host") and isinstance(value, (int, float)):
+                if key not in ("t", "host") and isinstance(value, (int, float, str)):
                     last.setdefault(host, {})[key] = value
     end = t0 + max(seconds) if t0 is not None and seconds else None
     summary = {

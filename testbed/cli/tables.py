@@ -190,7 +190,8 @@ def programs_table(summary, title):
                                                           f"{p['command']}")
     _wan_rows(table, summary)
     for host, values in summary.get("metrics", {}).items():
-        table.add_row(f"metrics of {host}", ", ".join(f"{k} {v:g}" for k, v in values.items()))
+        table.add_row(f"metrics of {host}", ", ".join(f"{k} {v:g}" if isinstance(v, (int, float)) else f"{k} {v}"
+                                                         for k, v in values.items()))
     table.add_row("link changes", str(summary.get("link_changes", 0)))
     table.add_row("delay emulated by", summary["environment"].get("delay_backend", "-"))
     table.add_row("machine CPU", cpu.describe(summary.get("cpu")))

@@ -140,33 +140,14 @@ def test_programs_run_as_the_user_asked_with_the_launchers_environment(tmp_path)
     shutil.rmtree(tmp_path)
 
 
-def test_an_experiment_made_in_python_runs_and_its_tables_hold_its_summary(tmp_path):
-    script = f"""
-import json, testbed
-exp = testbed.Experiment.from_file({os.path.join(ROOT, 'topologies', 'quickstart.yaml')!r})
-exp = exp.with_(experiment={{"stop": {{"iterations": 12, "time": "2min", "accuracy": 0}},
-                            "eval_every": 4, "probe": None}})
-try:
-    exp.with_(experiment={{"lr": -1}})
-except testbed.SpecError as e:
-    print("refused:", e)
-run = exp.run(runs_root={str(tmp_path / 'runs')!r})
-it, ev = run.iterations(), run.evaluations()
-s = run.summary
-print(json.dumps({{"status": run.status, "iterations": s["iterations"],
-                  "rounds": int(it.groupby("agent").it.max().min()) + 1,
-                  "workers": int(it.agent.nunique()), "summary_workers": s["workers"],
-                  "final": s["final_accuracy"],
-                  "last_eval": float(ev.sort_values("t").accuracy.iloc[-1]),
-                  "wan_bytes": {{k: v["bytes"] for k, v in s["wan"].items()}},
-                  "links_rows": len(run.links()), "cpu_rows": len(run.cpu())}}))
-"""
-    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=400,
-                       cwd=ROOT)
+def test_the_python_api_example_runs_a_dict_experiment_and_its_tables_hold_its_summary(tmp_path):
+    script = os.path.join(ROOT, "examples", "python_api.py")
+    r = subprocess.run([sys.executable, script, "--runs", str(tmp_path / "runs")], capture_output=True,
+                       text=True, timeout=400, cwd=ROOT)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "refused: experiment.lr: -1 must be a number in 0.0..100.0" in r.stdout
     got = json.loads(r.stdout.strip().splitlines()[-1])
-    assert got["status"] == "completed"
+    assert got["status"] == "completed" and got["lr"] == 0.05
     assert got["iterations"] == got["rounds"] == 12 and got["workers"] == got["summary_workers"] == 6
     assert got["final"] == got["last_eval"]
     assert got["links_rows"] > 0 and got["cpu_rows"] > 0
