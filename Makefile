@@ -16,14 +16,17 @@ run: install
 	$(TESTBED) run topologies/quickstart.yaml
 
 # The unit tests run on every core at once (pytest-xdist); the tests that build
-# networks run one at a time after them, since they time real links, and the
-# VM smoke test (tests/vm, which needs QEMU: vm-tools installs it) last.  Both
-# parts run whatever the first gives; each lists its 25 slowest tests.  The
-# suite should take under 15 minutes on two cores.
+# networks then run two at a time, a test file to a process (most of a network
+# test's time is waiting on emulated links, and every run's names carry its run
+# id, so two never meet), and the VM smoke test (tests/vm, which needs QEMU:
+# vm-tools installs it) last, alone.  Each part runs whatever the one before
+# gave, and lists its 25 slowest tests.  The suite should take under 15
+# minutes on two cores.
 test: install-test vm-tools
 	$(PYTEST) tests/unit -n auto --dist worksteal --durations=25; unit=$$?; \
-	$(PYTEST) tests --ignore=tests/unit --durations=25; rest=$$?; \
-	test $$unit -eq 0 -a $$rest -eq 0
+	$(PYTEST) tests/mininet -n 2 --dist loadfile --durations=25; net=$$?; \
+	$(PYTEST) tests/vm --durations=25; vm=$$?; \
+	test $$unit -eq 0 -a $$net -eq 0 -a $$vm -eq 0
 
 test-unit: install-test
 	$(PYTEST) tests/unit -n auto --dist worksteal

@@ -48,7 +48,8 @@ def test_the_link_check_sees_a_broken_link_and_a_missing_heading(tmp_path):
 
 def test_every_shipped_topology_names_the_committed_schema_for_its_editor():
     files = glob.glob(os.path.join(ROOT, "topologies", "*.yaml")) + \
-        glob.glob(os.path.join(ROOT, "results", "*", "base.yaml"))
+        glob.glob(os.path.join(ROOT, "results", "*", "base.yaml")) + \
+        glob.glob(os.path.join(ROOT, "examples", "programs", "**", "*.yaml"), recursive=True)
     for path in files:
         found = MODELINE.search(open(path).read())
         assert found, f"{path}: no yaml-language-server line"

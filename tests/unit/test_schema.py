@@ -171,7 +171,8 @@ def test_the_schema_is_a_draft_2020_12_schema_and_is_the_committed_one():
 
 def shipped():
     files = glob.glob(os.path.join(ROOT, "topologies", "*.yaml")) + \
-        glob.glob(os.path.join(ROOT, "results", "*", "base.yaml"))
+        glob.glob(os.path.join(ROOT, "results", "*", "base.yaml")) + \
+        glob.glob(os.path.join(ROOT, "examples", "programs", "**", "*.yaml"), recursive=True)
     for recipe in glob.glob(os.path.join(ROOT, "results", "*", "recipe.yaml")):
         files.append(os.path.normpath(os.path.join(os.path.dirname(recipe),
                                                    yaml.safe_load(open(recipe))["base"])))
