@@ -6,8 +6,8 @@ to $TESTBED_METRICS), plotted against time."""
 import os
 
 from agents.events import read_events
-from testbed.analysis.figures import save
-from testbed.analysis.wan import link_series, load, probe_estimates, probe_quality, wan_use
+from testbed.analysis.figures import links_figure, save
+from testbed.analysis.wan import load, probe_quality, wan_use
 from testbed.records import cpu
 
 PLOTS = ("links.png", "metrics.png")
@@ -71,24 +71,8 @@ def plot(folder, summary):
     events, samples, _ = load(folder)
     t0 = started_at(folder) or 0.0
     written = []
-    series = link_series(samples)
-    estimates = probe_estimates(events)
-    if series:
-        keys = sorted(series)
-        fig, axes = plt.subplots(len(keys), 1, figsize=(9, 1.8 * len(keys) + 0.6), sharex=True,
-                                 squeeze=False)
-        for ax, key in zip(axes[:, 0], keys):
-            rows = series[key]
-            ts = [r[0] - t0 for r in rows]
-            ax.step(ts, [r[1] / 1e6 for r in rows], where="post", label="configured", color="k")
-            ax.plot(ts, [r[2] / 1e6 for r in rows], label="measured", color="tab:red")
-            if key in estimates:
-                ax.plot([e["t"] - t0 for e in estimates[key]], [e["bw"] / 1e6 for e in estimates[key]],
-                        ".", label="probe estimate", color="tab:blue")
-            ax.set_ylabel("Mbit/s")
-            ax.set_title(f"{key[0]} -> {key[1]}", fontsize=9)
-        axes[0, 0].legend(fontsize=8)
-        axes[-1, 0].set_xlabel("time since the programs started (s)")
+    fig = links_figure(samples, events, t0, "the programs started")
+    if fig:
         written.append(save(fig, folder.file(PLOTS[0])))
     lines = metrics(folder)
     keys = sorted({k for rows in lines.values() for r in rows for k, v in r.items()

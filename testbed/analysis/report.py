@@ -9,9 +9,8 @@ import statistics
 from agents.events import read_events
 from testbed import bounds
 from testbed.analysis import overlay_plot, programs_report, search_report
-from testbed.analysis.figures import save
-from testbed.analysis.wan import (agents_ready, link_series, load, probe_estimates, probe_quality,
-                                  run_start, wan_use)
+from testbed.analysis.figures import links_figure, save
+from testbed.analysis.wan import agents_ready, load, probe_quality, run_start, wan_use
 from testbed.bounds.cut import sync_lower_bound
 from testbed.bounds.timeline import bounds_per_iteration, spent
 from testbed.records import cpu
@@ -207,24 +206,8 @@ def plot(folder):
     ax.legend()
     written.append(save(fig, folder.file(PLOTS[1])))
 
-    series = link_series(samples)
-    estimates = probe_estimates(events)
-    if series:
-        keys = sorted(series)
-        fig, axes = plt.subplots(len(keys), 1, figsize=(9, 1.8 * len(keys) + 0.6), sharex=True,
-                                 squeeze=False)
-        for ax, key in zip(axes[:, 0], keys):
-            rows = series[key]
-            ts = [r[0] - t0 for r in rows]
-            ax.step(ts, [r[1] / 1e6 for r in rows], where="post", label="configured", color="k")
-            ax.plot(ts, [r[2] / 1e6 for r in rows], label="measured", color="tab:red")
-            if key in estimates:
-                ax.plot([e["t"] - t0 for e in estimates[key]], [e["bw"] / 1e6 for e in estimates[key]],
-                        ".", label="probe estimate", color="tab:blue")
-            ax.set_ylabel("Mbit/s")
-            ax.set_title(f"{key[0]} -> {key[1]}", fontsize=9)
-        axes[0, 0].legend(fontsize=8)
-        axes[-1, 0].set_xlabel("time since the agents started (s)")
+    fig = links_figure(samples, events, t0, "the agents started")
+    if fig:
         written.append(save(fig, folder.file(PLOTS[2])))
     dc_of = {e["agent"]: e["dc"] for evs in events.values() for e in evs
              if e["ev"] == "start" and e.get("role") in ("server", "worker")}
