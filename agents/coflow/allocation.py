@@ -3,11 +3,26 @@ rates, and max-min fair rates by progressive filling.
 
 Rates are keyed by flow key (coflow id, flow index).  `remaining` maps each
 unfinished flow's key to its bytes left; finished flows are absent.
+
+A port that rates fill to its capacity is left, in floating point, with a
+few units in the last place of that capacity (taking 4e6 / 3 from 4e6
+three times leaves 2^-31), not with nothing; handed on, that dust is a
+rate no sender can keep and a bottleneck time of ages.  So a residual
+under DUST of its port's capacity is none (`settle`), wherever rates are
+taken from a port.
 """
 
 import numpy as np
 
 EPS = 1e-12
+DUST = 1e-9
+
+
+def settle(residual, capacity):
+    """Zero, in place, the residuals that are rounding dust: under DUST
+    of their port's capacity.  Returns `residual`."""
+    residual[residual <= DUST * capacity] = 0.0
+    return residual
 
 
 def bssi(demands, weights):
@@ -52,10 +67,10 @@ def greedy(order, coflows, remaining, fabric, residual=None):
     each unfinished flow takes min(residual at its source port, residual at
     its destination port).  Returns (rates, residual)."""
     m = fabric.machines
-    res = fabric.capacity.copy() if residual is None else residual
+    res = settle(fabric.capacity.copy() if residual is None else residual, fabric.capacity)
     # Once every ingress or every egress port is full, nobody else can send.
-    free_in = int(np.count_nonzero(res[:m] > EPS))
-    free_out = int(np.count_nonzero(res[m:] > EPS))
+    free_in = int(np.count_nonzero(res[:m]))
+    free_out = int(np.count_nonzero(res[m:]))
     rates = {}
     for c in order:
         if not free_in or not free_out:
@@ -68,23 +83,22 @@ def greedy(order, coflows, remaining, fabric, residual=None):
                 continue
             a, b = f.src, m + f.dst
             r = min(res[a], res[b])
-            if r > EPS:
+            if r > 0:
                 rates[key] = r
                 res[a] -= r
                 res[b] -= r
-                if res[a] <= EPS:
-                    res[a] = 0.0
-                    free_in -= 1
-                if res[b] <= EPS:
-                    res[b] = 0.0
-                    free_out -= 1
+                settle(res, fabric.capacity)
+                free_in -= int(res[a] == 0)
+                free_out -= int(res[b] == 0)
     return rates, res
 
 
-def max_min(keys, ports_of, residual):
+def max_min(keys, ports_of, residual, capacity):
     """Per-flow max-min fair rates (progressive filling) for flows `keys`,
     whose ports are ports_of[k] = (ingress, egress), within `residual`
-    (updated in place).  Returns {key: rate}."""
+    (updated in place) of ports whose capacities are `capacity`.  Returns
+    {key: rate}."""
+    settle(residual, capacity)
     if not keys:
         return {}
     src = np.array([ports_of[k][0] for k in keys])
@@ -105,10 +119,10 @@ def max_min(keys, ports_of, residual):
         rate[live] += s
         np.subtract.at(residual, src[live], s)
         np.subtract.at(residual, dst[live], s)
-        full = used & (residual <= EPS * np.maximum(1.0, count))
+        settle(residual, capacity)
+        full = used & (residual == 0)
         full[p] = True
         residual[full] = 0.0
         hit = live & (full[src] | full[dst])
         frozen |= hit
-    residual[residual < EPS] = 0.0
-    return {k: float(r) for k, r in zip(keys, rate) if r > EPS}
+    return {k: float(r) for k, r in zip(keys, rate) if r > 0}

@@ -27,20 +27,20 @@ that moves an estimate, and whenever the policy or a gate asks
 to be woken, and says which senders' rates changed.  A policy that does
 not pace (fair sharing: TCP decides) still gets asked, so the estimates
 follow what the network is believed to do, but its rates go out as None
-(unpaced).  Rates under MIN_SHARE of the largest port are rounding left
-over from subtracting rates from capacities, not shares: they are 0.
+(unpaced).  A rate under DUST of the largest port is rounding dust,
+not a share (the built-in policies give none: agents.coflow.allocation),
+and no sender could keep it: from a plug-in policy it is taken as 0.
 
 Flow ids are "<coflow id>:<flow index>".  Rates are in the fabric's
 units (bytes/s when the fabric's capacities are).
 """
 
-from agents.coflow.allocation import EPS
+from agents.coflow.allocation import DUST, EPS
 
 # A sender on pace is at most a chunk ahead of the fluid model (its bucket's
 # burst), and its queue to a peer holds two chunks (agents/roles/machine.py):
 # two chunks of difference is noise.
 SLACK_CHUNKS = 2
-MIN_SHARE = 1e-9
 ROUNDING = 1e-6           # of a chunk: rounding, not bytes
 
 
@@ -190,7 +190,7 @@ class LiveScheduler:
         # open one closes if the rates just given leave a gate it has caught
         # up with without any (then the policy is asked again without it).
         closed = {key for key in self.closed if self._caught_up(key, lambda g: True)}
-        floor = max(EPS, MIN_SHARE * float(self.fabric.capacity.max()))
+        floor = max(EPS, DUST * float(self.fabric.capacity.max()))
         while True:
             view = {k: v for k, v in self.remaining.items() if k not in closed}
             new = self.policy.rates(now, self.active, view, self.fabric)

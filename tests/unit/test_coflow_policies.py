@@ -151,3 +151,24 @@ def test_the_stage_bound_adds_a_stage_to_its_latest_coflow():
     # before 4 + 1 = 5, although its port work is only 2.
     coflows = [one_flow(1, 0, 1, 1, stage="s"), one_flow(2, 0, 1, 1, arrival=4.0, stage="s")]
     assert trace_bounds(coflows, Fabric(2))["avg_sct"] == pytest.approx(5.0)
+
+
+@pytest.mark.parametrize("capacity", [1.0, 4e6])
+def test_varys_leaves_a_coflow_behind_a_port_its_leader_filled_without_a_share(capacity):
+    # A: one-chunk pushes 0, 1, 2 -> 3; B: 64 chunks 0 -> 3.  A's bottleneck,
+    # machine 3's egress, is 3 chunks against B's 64, so A goes first: MADD
+    # gives each push capacity / 3, which fills that port.  In floating point,
+    # taking a third of it three times leaves 2^-53 of 1 and 2^-31 of 4e6 (a
+    # loopback search once stalled with a flow paced at 2^-32 B/s): B, whose
+    # only flow needs that port, gets nothing, not that dust.
+    chunk = 16384.0
+    a = Coflow("A", 0.0, tuple(Flow(w, 3, chunk) for w in range(3)))
+    b = one_flow("B", 0, 3, 64 * chunk)
+    fabric = Fabric(4, [capacity] * 4, [capacity] * 4)
+    remaining = {("A", i): chunk for i in range(3)} | {("B", 0): 64 * chunk}
+    policy = make_policy("varys")
+    rates = policy.rates(0.0, {"A": a, "B": b}, remaining, fabric)
+    assert rates == {("A", i): capacity / 3 for i in range(3)}
+    # Once A is done, B has the port to itself.
+    policy.on_departure(a, 1.0)
+    assert policy.rates(1.0, {"B": b}, {("B", 0): 64 * chunk}, fabric) == {("B", 0): capacity}

@@ -17,4 +17,4 @@ class Fair(Policy):
             for i, f in enumerate(c.flows):
                 if (cid, i) in remaining:
                     ports[(cid, i)] = fabric.flow_ports(f)
-        return max_min(list(ports), ports, fabric.capacity.copy())
+        return max_min(list(ports), ports, fabric.capacity.copy(), fabric.capacity)

@@ -23,7 +23,7 @@ global in Baraat, too).  A "task" is one coflow.
 
 import numpy as np
 
-from agents.coflow.allocation import EPS, max_min
+from agents.coflow.allocation import max_min
 from agents.plugins import Option
 from agents.coflow.policies.base import Policy
 
@@ -108,13 +108,13 @@ class FifoLM(Policy):
                     for i, f in enumerate(active[cid].flows) if (cid, i) in remaining}
 
         ports = flows_of(admitted)
-        rates = max_min(list(ports), ports, residual)
+        rates = max_min(list(ports), ports, residual, fabric.capacity)
         m = fabric.machines
         for cid in fifo[len(admitted):]:
-            if not ((residual[:m] > EPS).any() and (residual[m:] > EPS).any()):
+            if not (residual[:m].any() and residual[m:].any()):
                 break
             # Only flows with room at both ends can take anything.
             ports = {k: pq for k, pq in flows_of([cid]).items()
-                     if residual[pq[0]] > EPS and residual[pq[1]] > EPS}
-            rates.update(max_min(list(ports), ports, residual))
+                     if residual[pq[0]] > 0 and residual[pq[1]] > 0}
+            rates.update(max_min(list(ports), ports, residual, fabric.capacity))
         return rates

@@ -9,7 +9,7 @@ in the same order.  The order is recomputed on arrivals and departures
 
 import numpy as np
 
-from agents.coflow.allocation import greedy
+from agents.coflow.allocation import greedy, settle
 from agents.coflow.policies.base import OrderedPolicy, remaining_sizes
 
 
@@ -39,8 +39,11 @@ class Varys(OrderedPolicy):
                     r = sizes[i] / gamma
                     rates[(cid, i)] = r
                     a, b = fabric.flow_ports(f)
-                    residual[a] = max(residual[a] - r, 0.0)
-                    residual[b] = max(residual[b] - r, 0.0)
+                    residual[a] -= r
+                    residual[b] -= r
+            # Ports its rates filled are full, not left with rounding dust
+            # that would give the coflows behind it a share of nothing.
+            settle(residual, fabric.capacity)
         extra, _ = greedy(order, active, remaining, fabric, residual)
         for k, r in extra.items():
             rates[k] = rates.get(k, 0.0) + r
