@@ -23,9 +23,11 @@ spacing of the frames it holds (shorter than the delay).
 Live changes and counters go through a Unix stream socket: one JSON line in,
 one JSON line out, e.g. ``{"op": "set", "dir": "ab", "delay": 0.04}`` or
 ``{"op": "stats"}``.  A request is a flat JSON object of strings and
-numbers (each key once, numbers finite), at most MAX_REQUEST bytes, and
-must arrive whole within REQUEST_DEADLINE: the line forwards nothing while
-it reads one, so a client that trickles bytes holds it up that long at
+numbers (each key once, numbers finite; no escapes in a string but \\" \\\\
+\\/ \\n \\t; at most MAX_KEY bytes in a key and MAX_STRING in a string
+value), at most MAX_REQUEST bytes, and must arrive whole within
+REQUEST_DEADLINE: the line forwards nothing while it reads one, so a client
+that trickles bytes holds it up that long at
 most.  The compiled delay line reads the same requests the same way.
 
 This module runs as its own process and imports nothing from the testbed,
@@ -39,6 +41,7 @@ import json
 import math
 import os
 import random
+import re
 import select
 import signal
 import socket
@@ -66,6 +69,9 @@ SO_TIMESTAMPNS = 35
 ANC_SPACE = 64
 REQUEST_DEADLINE = 0.25
 MAX_REQUEST = 4095        # bytes of a request line, as the compiled line's buffer holds
+MAX_KEY, MAX_STRING = 31, 63   # bytes of a key and of a string value, as its buffers hold
+ESCAPES = set('"\\/nt')      # the escapes its strings take
+STRING_ESCAPE = re.compile(r"\\(.)", re.S)
 
 
 class Direction:
@@ -218,15 +224,20 @@ def _no_constant(name):
 
 def parse_request(line):
     """A request line -> its flat mapping of strings and numbers."""
+    text = line.decode(errors="replace") if isinstance(line, bytes) else line
+    if any(escape not in ESCAPES for escape in STRING_ESCAPE.findall(text)):
+        raise BadRequest("unsupported escape in a JSON string")
     try:
         req = json.loads(line, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
     except (ValueError, RecursionError) as e:
         raise BadRequest(e if isinstance(e, BadRequest) else f"bad JSON: {e}") from None
     if not isinstance(req, dict):
         raise BadRequest("bad JSON: not a JSON object")
-    for value in req.values():
+    for key, value in req.items():
         if not isinstance(value, (str, int, float)) or isinstance(value, bool):
             raise BadRequest("bad JSON: expected a string or a number as a value")
+        if len(key.encode()) > MAX_KEY or (isinstance(value, str) and len(value.encode()) > MAX_STRING):
+            raise BadRequest("JSON string too long")
     return req
 
 

@@ -15,7 +15,7 @@ import textwrap
 import time
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from testbed.emulation import measure, network
@@ -362,6 +362,11 @@ def both_lines():
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(line=requests())
+# Escapes the compiled line's strings do not take, and strings past its buffers.
+@example(line=b'{"op": "stats", "dir": "\\u001f"}\n')
+@example(line=b'{"op": "stats", "dir": "\\b"}\n')
+@example(line=b'{"op": "stats", "x": "' + b"y" * 64 + b'"}\n')
+@example(line=b'{"op": "stats", "' + b"k" * 32 + b'": 1}\n')
 def test_both_parsers_agree_on_every_request_near_the_protocol(both_lines, line):
     outcome = {}
     for name, (sock, proc) in both_lines.items():
