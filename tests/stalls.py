@@ -8,9 +8,10 @@ the delay line, not TCP) says little about the emulation: it is not
 counted.  A check passes when at least `need` of its counted runs held,
 fails when fewer did, and is skipped only when no run could be counted.
 Every check is recorded as "k of n" with its pass rate, and the session
-lists them all (tests/conftest.py); more than STALL_BUDGET checks skipped
-for a stolen CPU fail the session, so a machine that steals too much is
-noticed rather than passed.
+lists them all (tests/conftest.py); a session fails when more of its checks
+were skipped for a stolen CPU than its budget, STALL_BUDGET or
+STALL_SHARE of the checks it judged, whichever is more, so a machine that
+steals too much is noticed rather than passed.
 """
 
 import math
@@ -24,7 +25,14 @@ from testbed.records import cpu
 STOLEN = cpu.STOLEN_WARN
 SKIP_DETAIL = 300          # characters of a skipped check's detail in its reason
 PROPERTY = "timed"         # the user property a check is recorded under
-STALL_BUDGET = 2           # timed checks a session may skip for a stolen CPU
+STALL_BUDGET = 2           # timed checks a session may skip for a stolen CPU, at least
+STALL_SHARE = 0.25         # and this share of its timed checks, where that is more
+
+
+def stall_budget(checks):
+    """How many of a session's `checks` timed checks may be skipped for a
+    stolen CPU before the session fails."""
+    return max(STALL_BUDGET, math.floor(STALL_SHARE * checks))
 
 
 def stolen_since(before):
