@@ -41,6 +41,16 @@ def processes_in(netns_inodes):
     return found
 
 
+def running(pid):
+    """Whether a process still runs.  An orphan that has ended stays a zombie
+    until init reaps it, which some inits do only every few seconds."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
 def east_west(name, experiment, bw="20mbit", delay="10ms"):
     """topo.yaml text: east (a server and a worker) and west (a worker)
     joined by one WAN link, the PS in east under SSGD; `experiment`: the

@@ -14,7 +14,7 @@ import tempfile
 import pytest
 
 from agents.planning.wan import GOODPUT_SHARE
-from tests.mininet.helpers import ROOT, cli_argv, run_topology
+from tests.mininet.helpers import ROOT, cli_argv, run_topology, running
 
 pytestmark = pytest.mark.mininet
 PROGRAMS = os.path.join(ROOT, "examples", "programs")
@@ -108,7 +108,7 @@ def test_programs_outliving_the_time_limit_are_ended_with_all_they_started(tmp_p
     assert status["stopped_by"] == "time"
     assert "ended the programs still running on east-w0, west-w0" in status["reason"]
     children = [int((run / f"child-{h}").read_text()) for h in ("east-w0", "west-w0")]
-    assert children and not any(os.path.exists(f"/proc/{pid}") for pid in children)
+    assert children and not any(running(pid) for pid in children)
     assert subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout == ""
 
 
