@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 from testbed import spec as S
 
@@ -30,11 +31,28 @@ def root_links_with(prefix):
             if line.split(":")[1].strip().startswith(prefix)]
 
 
-def processes_in(netns_inodes):
+def since_boot():
+    """Now, on the clock /proc/PID/stat gives processes' start times on."""
+    return time.clock_gettime(time.CLOCK_BOOTTIME)
+
+
+def started_at(pid):
+    """When a process started, in seconds since boot."""
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[19]) / os.sysconf("SC_CLK_TCK")
+
+
+def processes_in(netns_inodes, started_before):
+    """Pids of the processes in the network namespaces with these inodes
+    that started before `started_before` (since_boot()).  The kernel gives a
+    freed namespace's inode number to the next one made, so once a run's
+    namespaces are gone, a test running beside it may have processes in
+    namespaces with the same numbers; those started after the run's
+    teardown began, and are not the run's."""
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            if os.stat(f"/proc/{pid}/ns/net").st_ino in netns_inodes:
+            if os.stat(f"/proc/{pid}/ns/net").st_ino in netns_inodes and started_at(pid) < started_before:
                 found.append(int(pid))
         except OSError:
             pass

@@ -13,7 +13,7 @@ from agents.events import read_events
 from testbed import spec as S
 from testbed.emulation import state as statemod
 from testbed.run import runend, runner
-from tests.mininet.helpers import cli_argv, cmdlines_with, east_west, interruptible, processes_in
+from tests.mininet.helpers import cli_argv, cmdlines_with, east_west, interruptible, processes_in, since_boot
 
 pytestmark = pytest.mark.mininet
 SMALL = east_west("forked", """
@@ -63,10 +63,11 @@ def wait_for(what, timeout=60):
     raise AssertionError("timed out waiting")
 
 
-def assert_nothing_left(folder, launcher, st):
+def assert_nothing_left(folder, launcher, st, ending):
+    """Nothing of the run is left; its teardown began after `ending` (since_boot())."""
     assert not statemod.matches(launcher), "the launcher outlives its run"
     assert cmdlines_with(folder.agents) == [], "an agent outlives its run"
-    assert processes_in(set(st["netns"])) == []
+    assert processes_in(set(st["netns"]), ending) == []
 
 
 @pytest.mark.timeout(300)
@@ -88,6 +89,7 @@ def test_forked_agents_sit_in_their_hosts_namespaces_and_train(tmp_path):
             assert any(i["pid"] == pid for i in net.state.data["processes"])
         seen["launcher"] = launcher
         seen["state"] = dict(net.state.data)
+        seen["ending"] = since_boot()
 
     folder = None
 
@@ -107,7 +109,7 @@ def test_forked_agents_sit_in_their_hosts_namespaces_and_train(tmp_path):
     assert evals and evals[-1]["accuracy"] > evals[0]["accuracy"] - 0.2
     ups = [e for e in read_events(folder.file("runner.jsonl")) if e["ev"] == "network_up"]
     assert len(ups) == 1 and ups[0]["agent_start"] == "launcher"
-    assert_nothing_left(folder, seen["launcher"], seen["state"])
+    assert_nothing_left(folder, seen["launcher"], seen["state"], seen["ending"])
 
 
 @pytest.mark.timeout(300)
@@ -124,13 +126,14 @@ def test_killing_a_forked_worker_is_caught_as_a_dead_agent(tmp_path):
         seen["state"] = dict(commands.net.state.data)
         events = folder.agent_file("west-w0", "jsonl")
         wait_for(lambda: sum(e["ev"] == "iter" for e in read_events(events)) >= 3)
+        seen["ending"] = since_boot()
         os.kill(agent_pids(folder)["west-w0"], signal.SIGKILL)
 
     outcome = runner.run(S.load(str(small(tmp_path, 100000))), str(tmp_path / "runs"), show=lambda line: None,
                          say=lambda line: None, on_folder=on_folder, console=kill_a_worker)
     assert (outcome.status, outcome.stopped_by) == ("failed", runend.AGENT_FAILURE)
     assert outcome.reason.startswith("agent west-w0 was killed by SIGKILL"), outcome.reason
-    assert_nothing_left(folder, seen["launcher"], seen["state"])
+    assert_nothing_left(folder, seen["launcher"], seen["state"], seen["ending"])
 
 
 @pytest.mark.timeout(300)

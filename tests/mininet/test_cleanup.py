@@ -12,7 +12,7 @@ import pytest
 from agents.events import read_events
 from testbed.emulation import state as statemod
 from tests.mininet.helpers import (ROOT, cli_argv, cmdlines_with, east_west,
-                                   interruptible, processes_in, root_links_with)
+                                   interruptible, processes_in, root_links_with, since_boot)
 
 pytestmark = pytest.mark.mininet
 QUICKSTART = os.path.join(ROOT, "topologies", "quickstart.yaml")
@@ -59,11 +59,12 @@ def run_interfaces(st):
     return names & set(st["links"])
 
 
-def assert_gone(rid, st):
+def assert_gone(rid, st, ending):
+    """Nothing of run `rid` is left; its teardown began at `ending` (since_boot())."""
     prefix = f"tb{rid}"
     assert root_links_with(prefix) == []
     assert [i for i in st["processes"] if statemod.matches(i)] == []
-    assert processes_in(set(st["netns"])) == []
+    assert processes_in(set(st["netns"]), ending) == []
     assert run_interfaces(st) == set()
     assert not os.path.exists(os.path.join(statemod.STATE_ROOT, rid))
     assert cmdlines_with(prefix) == []
@@ -79,16 +80,18 @@ def test_exit_in_the_console_tears_everything_down():
     # The bridges exist while it runs, inside the run's namespaces only.
     assert set(st["bridges"]) <= run_interfaces(st)
     assert root_links_with(f"tb{rid}") == []
+    ending = since_boot()
     console(proc, "exit")
     assert proc.wait(timeout=60) == 0
-    assert_gone(rid, st)
+    assert_gone(rid, st, ending)
 
 
 def test_ctrl_c_tears_everything_down():
     proc, rid, st = start_net()
+    ending = since_boot()
     proc.send_signal(signal.SIGINT)
     proc.wait(timeout=60)
-    assert_gone(rid, st)
+    assert_gone(rid, st, ending)
 
 
 def test_sigkill_of_the_runner_then_testbed_clean_leaves_nothing():
@@ -100,14 +103,15 @@ def test_sigkill_of_the_runner_then_testbed_clean_leaves_nothing():
     subprocess.run(["ip", "link", "add", "tbkeep0", "type", "veth", "peer", "name", "tbkeep1"],
                    check=True)
     try:
+        ending = since_boot()
         proc.kill()
         proc.wait()
         time.sleep(0.5)
-        assert processes_in(set(st["netns"])), "the daemon and the namespaces outlive the runner"
+        assert processes_in(set(st["netns"]), ending), "the daemon and the namespaces outlive the runner"
         r = subprocess.run(cli_argv("clean"), capture_output=True, text=True, timeout=60)
         assert r.returncode == 0, r.stderr
         assert f"run {rid}" in r.stdout
-        assert_gone(rid, st)
+        assert_gone(rid, st, ending)
         assert "tbkeep0" in root_links_with("tbkeep")
         again = subprocess.run(cli_argv("clean"), capture_output=True, text=True, timeout=60)
         assert again.returncode == 0 and f"run {rid}" not in again.stdout
@@ -122,13 +126,14 @@ def test_clean_leaves_a_running_experiment_alone():
         assert f"run {rid}: still running" in r.stdout
         assert set(st["bridges"]) <= run_interfaces(st)
         console(proc, "ping virginia-w0 tokyo-w0")
+        ending = since_boot()
         console(proc, "exit")
         out, _ = proc.communicate(timeout=60)
         assert "virginia-w0 -> tokyo-w0:" in out
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert_gone(rid, st)
+    assert_gone(rid, st, ending)
 
 
 def wait_until_all_agents_run(runs):
@@ -163,6 +168,7 @@ def test_sigkill_of_a_run_then_testbed_clean_leaves_nothing_and_the_run_says_kil
         assert os.path.exists(os.path.join(run, "control.sock"))
         # Only the orchestrator dies.  Its agents die with it (their launcher
         # does, and they with the launcher); the network and relays live on.
+        ending = since_boot()
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         killed_at = time.time()
@@ -181,7 +187,7 @@ def test_sigkill_of_a_run_then_testbed_clean_leaves_nothing_and_the_run_says_kil
     assert r.returncode == 0, r.stderr
     assert f"run {rid}: stopped" in r.stdout and "marked killed" in r.stdout
 
-    assert_gone(rid, st)
+    assert_gone(rid, st, ending)
     assert cmdlines_with(os.path.join(run, "agents")) == []
     assert not os.path.exists(os.path.join(run, "control.sock"))
     status = json.load(open(os.path.join(run, "status.json")))
@@ -201,5 +207,6 @@ def test_a_node_whose_shell_died_does_not_hang_teardown():
     shell = net.node("east-w0").shell
     os.kill(shell.pid, signal.SIGKILL)
     shell.wait()
+    ending = since_boot()
     net.stop()           # Mininet alone would wait for this shell's prompt forever
-    assert_gone(rid, st)
+    assert_gone(rid, st, ending)
