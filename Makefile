@@ -3,6 +3,8 @@
 VENV := .venv
 TESTBED := $(VENV)/bin/testbed
 PYTEST := $(VENV)/bin/python -m pytest
+# One unit-test process more than there are cores: many of them wait on sockets and timers.
+UNIT_PROCS := $(shell echo $$(( $$(nproc) + 1 )))
 
 .PHONY: install install-test run test test-unit clean selftest bench vm-tools vm-image vm vm-test vm-bench box
 
@@ -15,21 +17,22 @@ install-test:
 run: install
 	$(TESTBED) run topologies/quickstart.yaml
 
-# The unit tests run on every core at once (pytest-xdist); the tests that build
-# networks then run two at a time, a test file to a process (most of a network
-# test's time is waiting on emulated links, and every run's names carry its run
-# id, so two never meet), and the VM smoke test (tests/vm, which needs QEMU:
+# The unit tests run on every core and one more (pytest-xdist); the tests
+# that build networks then run three at a time, a test file to a process
+# (most of a network test's time is waiting on emulated links, and every
+# run's names carry its run id, so two never meet), the longest files first
+# (tests/mininet/conftest.py); the VM smoke test (tests/vm, which needs QEMU:
 # vm-tools installs it) last, alone.  Each part runs whatever the one before
 # gave, and lists its 25 slowest tests.  The suite should take under 15
 # minutes on two cores.
 test: install-test vm-tools
-	$(PYTEST) tests/unit -n auto --dist worksteal --durations=25; unit=$$?; \
-	$(PYTEST) tests/mininet -n 2 --dist loadfile --durations=25; net=$$?; \
+	$(PYTEST) tests/unit -n $(UNIT_PROCS) --dist worksteal --durations=25; unit=$$?; \
+	$(PYTEST) tests/mininet -n 3 --dist loadfile --no-loadscope-reorder --durations=25; net=$$?; \
 	$(PYTEST) tests/vm --durations=25; vm=$$?; \
 	test $$unit -eq 0 -a $$net -eq 0 -a $$vm -eq 0
 
 test-unit: install-test
-	$(PYTEST) tests/unit -n auto --dist worksteal
+	$(PYTEST) tests/unit -n $(UNIT_PROCS) --dist worksteal
 
 selftest: install
 	$(TESTBED) selftest

@@ -59,7 +59,8 @@ venv=${VENV:-.venv}             # the Vagrant VM keeps its own outside the synce
 if [ ! -x "$venv/bin/python" ]; then
   "$python" -m venv "$venv"
 fi
-"$venv/bin/pip" install -q --upgrade pip setuptools wheel
+# Byte-compiled once at the end, on every core (pip compiles a file at a time).
+"$venv/bin/pip" install -q --no-compile --upgrade pip setuptools wheel
 # torch: setup.py takes a range of releases, so a torch already in the
 # virtualenv stays.  Otherwise this release, a CPU build unless
 # TORCH_VARIANT=cuda: a wheel pip finds on local disk (find-links in pip's
@@ -70,13 +71,19 @@ torch_pin="torch==${TORCH_VERSION:-2.13.0}"
 if "$venv/bin/python" -c "import torch" >/dev/null 2>&1; then
   :
 elif [ "$torch_variant" = cuda ]; then
-  "$venv/bin/pip" install -q "$torch_pin"
+  "$venv/bin/pip" install -q --no-compile "$torch_pin"
 elif ! "$venv/bin/pip" install -q --dry-run --no-index --no-deps "$torch_pin" >/dev/null 2>&1; then
-  "$venv/bin/pip" install -q --extra-index-url https://download.pytorch.org/whl/cpu "$torch_pin+cpu"
+  "$venv/bin/pip" install -q --no-compile --extra-index-url https://download.pytorch.org/whl/cpu "$torch_pin+cpu"
 else
-  "$venv/bin/pip" install -q "$torch_pin"
+  "$venv/bin/pip" install -q --no-compile "$torch_pin"
 fi
-"$venv/bin/pip" install -q -e ".${extras:+[${extras#,}]}"
+"$venv/bin/pip" install -q --no-compile -e ".${extras:+[${extras#,}]}"
+# The checkout's own modules too: where PYTHONDONTWRITEBYTECODE is set, no
+# import keeps what it compiled, and every agent would compile them anew.
+# Some packages ship files for other Pythons that do not compile; pip skips
+# those too.
+"$venv/bin/python" -m compileall -q -j 0 "$venv/lib" >/dev/null 2>&1 || true
+"$venv/bin/python" -m compileall -q -j 0 testbed agents >/dev/null
 # The delay line where the kernel has no netem; the Python one is the fallback.
 cc -O2 -Wall -o "$venv/bin/testbed-delayline" testbed/emulation/delayline.c -lm
 echo "geo-testbed installed: $(cd "$venv" && pwd)/bin/testbed"
