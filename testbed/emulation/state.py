@@ -25,6 +25,7 @@ import secrets
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 
 from testbed.emulation.plan import PREFIX, run_prefix
@@ -63,10 +64,18 @@ class RunState:
 
     @classmethod
     def create(cls, run_id=None):
+        """A new run's state, whole before it appears under STATE_ROOT: a
+        `testbed clean` running meanwhile never finds it without its file."""
         os.makedirs(STATE_ROOT, mode=0o700, exist_ok=True)
         state = cls(run_id or new_run_id())
-        os.makedirs(state.dir, mode=0o700)
-        state.save()
+        draft = tempfile.mkdtemp(prefix=f".{state.run_id}.", dir=STATE_ROOT)
+        try:
+            with open(os.path.join(draft, "state.json"), "w") as f:
+                json.dump(state.data, f, indent=1)
+            os.rename(draft, state.dir)
+        except BaseException:
+            shutil.rmtree(draft, ignore_errors=True)
+            raise
         return state
 
     @classmethod
@@ -396,5 +405,9 @@ def clean(include_running=False):
         return report, skipped
     orphans = {named_run(command(pid)) for pid in _pids()} - {None}
     for rid in sorted(orphans - skipped - set(report)):
+        # A run that began after the listing above has written its state by
+        # now (before its first process): it is not an orphan.
+        if os.path.isdir(os.path.join(STATE_ROOT, rid)):
+            continue
         report[rid] = remove_run(rid, {})
     return report, skipped

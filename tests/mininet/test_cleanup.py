@@ -210,3 +210,26 @@ def test_a_node_whose_shell_died_does_not_hang_teardown():
     ending = since_boot()
     net.stop()           # Mininet alone would wait for this shell's prompt forever
     assert_gone(rid, st, ending)
+
+
+def test_clean_spares_a_run_that_begins_while_it_sweeps(monkeypatch):
+    """`testbed clean` lists the runs' states, then looks for processes named
+    for a run with none.  A run that begins between the two must be left
+    alone: here the listing is made to miss it, as if it came just after."""
+    from testbed.emulation import network
+    from tests.mininet.helpers import spec_of
+    with network.build(spec_of("""
+    datacenters: [{name: east, workers: 1}, {name: west, workers: 1}]
+    wan: [{between: [east, west], bw: 20mbit, delay: 5ms}]
+    """)) as net:
+        rid = net.state.run_id
+        listdir = os.listdir
+        monkeypatch.setattr(statemod.os, "listdir",
+                            lambda path: [] if path == statemod.STATE_ROOT else listdir(path))
+        report, _ = statemod.clean()
+        monkeypatch.undo()
+        assert rid not in report
+        assert net.failure() is None
+        out = network.run_in(net.node("east-w0"), ["ping", "-c", "1", "-W", "2", net.ip("west-w0")],
+                             check=False)
+        assert " 0% packet loss" in out, out
