@@ -9,6 +9,7 @@ import textwrap
 import time
 
 from testbed import spec as S
+from testbed.emulation.state import start_time
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 
@@ -36,12 +37,6 @@ def since_boot():
     return time.clock_gettime(time.CLOCK_BOOTTIME)
 
 
-def started_at(pid):
-    """When a process started, in seconds since boot."""
-    with open(f"/proc/{pid}/stat") as f:
-        return int(f.read().rsplit(")", 1)[1].split()[19]) / os.sysconf("SC_CLK_TCK")
-
-
 def processes_in(netns_inodes, started_before):
     """Pids of the processes in the network namespaces with these inodes
     that started before `started_before` (since_boot()).  The kernel gives a
@@ -52,7 +47,9 @@ def processes_in(netns_inodes, started_before):
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            if os.stat(f"/proc/{pid}/ns/net").st_ino in netns_inodes and started_at(pid) < started_before:
+            start = start_time(pid)
+            if os.stat(f"/proc/{pid}/ns/net").st_ino in netns_inodes and start is not None \
+                    and start / os.sysconf("SC_CLK_TCK") < started_before:
                 found.append(int(pid))
         except OSError:
             pass
