@@ -8,7 +8,8 @@ from tests.mininet.helpers import ROOT, cli_argv
 HERE = pathlib.Path(__file__).parent
 
 # The test files that take longest, longest first.  `make test` hands whole
-# files to its processes in the order they were collected (--dist loadfile),
+# files to its processes in the order they were collected (--dist loadfile
+# --no-loadscope-reorder: xdist would order them by their number of tests),
 # so with these first the last file to end is a short one and the processes
 # finish together.  Only the order changes: a file not named runs after these.
 LONGEST_FIRST = ("test_living_wan.py", "test_cluster_sweep.py", "test_sync_schemes.py", "test_flower.py",
