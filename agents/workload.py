@@ -70,14 +70,19 @@ class Parameters:
 class FlatModel:
     """What a sync scheme's root side starts from: the initial model as one
     flat float32 vector, of which the first `trainable` elements are trained
-    and the rest are buffers, and the experiment's workload settings."""
+    and the rest are buffers, the experiment's workload settings, and the
+    elements of each tensor in the order the vector holds them (empty:
+    unknown)."""
     values: np.ndarray
     trainable: int
     workload: object
+    tensors: tuple = ()
 
     @classmethod
     def of(cls, params, workload):
-        return cls(params.pack(list(params.shapes), params.initial), params.trainable, workload)
+        keys = list(params.shapes)
+        return cls(params.pack(keys, params.initial), params.trainable, workload,
+                   tuple(int(np.prod(params.shapes[k])) for k in keys))
 
 
 class Trainer(abc.ABC):

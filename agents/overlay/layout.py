@@ -1,5 +1,5 @@
-"""What an overlay plans from: the model's size, who runs where, and the
-WAN as configured, as plain numbers (no testbed objects), so overlays are
+"""What an overlay plans from: the model's size and its tensors' sizes,
+who runs where, and the WAN as configured, as plain numbers (no testbed objects), so overlays are
 pure functions of it and the runner writes it into each agent's config."""
 
 import dataclasses
@@ -18,6 +18,7 @@ class Layout:
     links: list                    # [[a, b, rate a->b, rate b->a, delay a->b, delay b->a]]
     options: dict = field(default_factory=dict)   # the overlay's parameters
     routes: dict = field(default_factory=dict)    # {"a>b": [a, ..., b]}: the routers' paths
+    tensors: list = field(default_factory=list)   # elements of each tensor in flat order ([]: unknown)
 
     @classmethod
     def from_dict(cls, d):

@@ -29,8 +29,10 @@ def segment_elements(cfg):
     return max(1, cfg.transport.chunk_bytes // 4)
 
 
-def layout_of(cfg, size):
-    return dataclasses.replace(Layout.from_dict(cfg.layout), size=int(size))
+def layout_of(cfg, model):
+    """The run's layout with the sizes of `model` (agents.workload.FlatModel)."""
+    return dataclasses.replace(Layout.from_dict(cfg.layout), size=int(model.values.size),
+                               tensors=list(model.tensors))
 
 
 def build_node(cfg, scheme, model, log):
@@ -38,7 +40,7 @@ def build_node(cfg, scheme, model, log):
     nothing to do (a server outside the plan); `model` is the flat initial
     model (agents.workload.FlatModel)."""
     overlay = overlay_of(cfg)
-    layout = layout_of(cfg, model.values.size)
+    layout = layout_of(cfg, model)
     if overlay.DYNAMIC:
         if not overlay.takes_part(cfg.name, layout):
             return None

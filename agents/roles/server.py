@@ -28,7 +28,7 @@ class ServerContext:
         return endpoint(self.cfg, self.log)
 
     def layout(self):
-        return layout_of(self.cfg, self.initial.size)
+        return layout_of(self.cfg, self.model)
 
     def aggregate(self):
         return aggregate(self)

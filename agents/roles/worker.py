@@ -140,7 +140,7 @@ class WorkerContext:
 
     def layout(self):
         """Who runs where and the WAN, for a scheme that plans its own talk."""
-        return layout_of(self.cfg, self.initial.size)
+        return layout_of(self.cfg, self.model)
 
     def close(self, drain):
         if self.ep is not None:

@@ -12,7 +12,7 @@ from agents.models import DATASET, MODEL
 from agents.overlay import OVERLAY
 from agents.overlay.layout import Layout
 from agents.sync import SYNC
-from agents.workload import FlatModel, Train
+from agents.workload import FlatModel, Train, floating_buffers
 from tests.dataplane_sim import run_iteration
 
 PACKAGE = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "geo-testbed-examples",
@@ -73,3 +73,27 @@ def test_a_train_workload_packs_buffers_after_every_trained_value():
                                    if "running" not in k)
     with pytest.raises(ValueError, match="after every trained key"):
         type(params)({"b": (1,), "w": (2,)}, {}, buffers=["b"])
+
+
+def test_a_flat_models_tensors_are_its_parameters_then_its_buffers_where_the_vector_holds_them():
+    settings = WorkloadSettings(model=os.path.join(PACKAGE, "model.py") + ":BatchNormCNN")
+    workload = Train(settings)
+    params = workload.parameters()
+    model = FlatModel.of(params, settings)
+    module = workload.module(workload.data())
+    tensors = list(module.named_parameters()) + list(floating_buffers(module).items())
+    assert model.tensors == tuple(t.numel() for _, t in tensors)
+    assert [k for k, _ in tensors][-4:] == ["1.running_mean", "1.running_var", "5.running_mean",
+                                            "5.running_var"]
+    edges = np.cumsum((0,) + model.tensors)
+    assert edges[-1] == model.values.size
+    for (name, t), a, b in zip(tensors, edges[:-1], edges[1:]):
+        np.testing.assert_array_equal(model.values[a:b], t.detach().numpy().ravel(), err_msg=name)
+    # The worker's way back: a flat vector of distinct values lands in each
+    # tensor exactly between its edges.
+    trainer = workload.trainer(0, 1, 1.0, params)
+    flat = np.arange(model.values.size, dtype=np.float32)
+    trainer.set_parameters(params.unpack(list(params.shapes), flat))
+    held = list(trainer.model.named_parameters()) + list(trainer.buffers.items())
+    for (name, t), a, b in zip(held, edges[:-1], edges[1:]):
+        np.testing.assert_array_equal(t.detach().numpy().ravel(), flat[a:b], err_msg=name)
