@@ -197,9 +197,12 @@ class Experiment:
 
 def options_of(plugin, raw, path):
     """A plug-in's parameters as declared in its OPTIONS: known names only,
-    each a value its declaration takes."""
+    each a value its declaration takes, together in a way the plug-in takes
+    (built with them, it may refuse a combination with an OptionError)."""
     try:
-        return check_options(plugin.OPTIONS, raw, plugin.NAME)
+        options = check_options(plugin.OPTIONS, raw, plugin.NAME)
+        plugin(options)
+        return options
     except OptionError as e:
         raise SpecError(path if e.key is None else f"{path}.{e.key}", e.message) from None
 
