@@ -26,11 +26,24 @@ other (ties and unknowns: the later-queued sends to the earlier-queued).
 The receiver adds the partial sum and re-enters the queue; the sender is
 done for the round.  The root folds the sum in once it holds all N.
 
-Departures from the original, each a choice the text leaves open: the
-unit is a piece of the model (`pieces`, default 1: the whole model) instead
-of each tensor; transfers are timed with the monotonic wall clock in bytes
-per second (the original used CPU time and transfers per second); a round
-is one iteration of one piece, so rounds of different pieces never mix.
+The unit of scheduling is a piece of the model, and the server DC's
+servers take the pieces in turn as their roots.  With `piece_by: tensor`
+a piece is one tensor, as the original's unit is one MXNet key (one
+parameter tensor): small tensors stay pieces of their own, and a tensor of
+more than `bigarray_bound` elements is cut into even pieces of at most that
+many (the bound is MXNet's MXNET_KVSTORE_BIGARRAY_BOUND, 1,000,000 elements,
+`src/kvstore/kvstore_dist.h`).  With `piece_by: even` (the default) the
+model is cut into `pieces` even pieces instead (default 1: the whole
+model); `pieces` is for that alone.
+
+Departures from the original, each a choice the text leaves open: MXNet
+cuts a big tensor into one part per server (with the original's single
+server, not at all), while here its pieces are at most `bigarray_bound`
+elements whatever the servers, so that no unit is unbounded; `piece_by:
+even` cuts the flat model with no regard to tensors; transfers are timed
+with the monotonic wall clock in bytes per second (the original used CPU
+time and transfers per second); a round is one iteration of one piece, so
+rounds of different pieces never mix.
 
 Messages, agent -> coordinator:
   ts_ready  it, piece                      "I hold an unsent partial sum"
@@ -52,26 +65,36 @@ from agents.dataplane.node import ExecutorNode
 from agents.dataplane.plan import even_cuts
 from agents.dataplane.tree import AggregationError, segments
 from agents.overlay.base import DynamicOverlay
-from agents.plugins import Option
+from agents.plugins import Option, OptionError
 
 
 class TSEngine(DynamicOverlay):
     NAME = "tsengine"
     DESCRIPTION = "TSEngine: a coordinator schedules each transfer from measured throughput"
     OPTIONS = (
-        Option("pieces", 1, "the model is cut into this many pieces, scheduled apart",
+        Option("piece_by", "even", "a piece is an even cut of the model (`pieces` of them) "
+               "or one tensor", choices=("even", "tensor")),
+        Option("pieces", 1, "piece_by: even cuts the model into this many pieces, scheduled apart",
                low=1, high=64),
+        Option("bigarray_bound", 1_000_000, "piece_by: tensor cuts a tensor of more elements "
+               "into even pieces of at most this many", low=1, high=2_000_000_000),
         Option("max_greed", 0.9, "the most often the best known receiver is chosen",
                low=0.0, high=1.0),
         Option("forget_rounds", 5, "throughputs older than this many rounds are dropped",
                low=1, high=10**6),
     )
 
+    def __init__(self, options=None):
+        super().__init__(options)
+        if self.options["piece_by"] == "tensor" and self.options["pieces"] != 1:
+            raise OptionError("pieces", "cuts the model evenly, which piece_by: tensor does not: "
+                                        "leave pieces out or set piece_by: even")
+
     def takes_part(self, name, layout):
         return name in layout.worker_names or name in layout.roots()
 
     def node(self, name, layout, segment, fold, coordinator):
-        return Node(name, layout, segment, fold, coordinator, pieces=self.options["pieces"])
+        return Node(name, layout, segment, fold, coordinator, pieces=pieces_of(layout, self.options))
 
     def policy(self, layout, seed=0):
         return Policy(layout, seed, self.options)
@@ -83,9 +106,28 @@ def root_of(layout, piece):
     return roots[piece % len(roots)]
 
 
-def pieces_of(layout, pieces):
-    """[(start, stop, root)]: `pieces` even cuts of the model."""
-    return [(a, b, root_of(layout, i)) for i, (a, b) in enumerate(even_cuts(layout.size, pieces))]
+def pieces_of(layout, options):
+    """[(start, stop, root)]: the model's pieces in flat order, as the
+    overlay's `options` cut it."""
+    if options["piece_by"] == "tensor":
+        tensors = layout.tensors or [layout.size]     # unknown: the model is one tensor
+        if sum(tensors) != layout.size:
+            raise ValueError(f"tensors of {sum(tensors)} elements in a model of {layout.size}")
+        cuts = tensor_cuts(tensors, options["bigarray_bound"])
+    else:
+        cuts = even_cuts(layout.size, options["pieces"])
+    return [(a, b, root_of(layout, i)) for i, (a, b) in enumerate(cuts)]
+
+
+def tensor_cuts(tensors, bound):
+    """[(start, stop)]: a cut per tensor of the flat model (`tensors`, their
+    elements in flat order), one of more than `bound` elements in the
+    fewest even cuts of at most `bound`; empty tensors have none."""
+    cuts, start = [], 0
+    for n in tensors:
+        cuts += [(start + a, start + b) for a, b in even_cuts(n, -(-n // bound))] if n else []
+        start += n
+    return cuts
 
 
 # ------------------------------------------------------------ coordinator
@@ -212,7 +254,7 @@ class _Piece:
 class Node(ExecutorNode):
     """One agent's side of TSEngine, with the tree executor's interface."""
 
-    def __init__(self, name, layout, segment, fold, coordinator, pieces=1, clock=time.monotonic):
+    def __init__(self, name, layout, segment, fold, coordinator, pieces, clock=time.monotonic):
         self.name = name
         self.coordinator = coordinator
         self.fold = fold
@@ -220,7 +262,7 @@ class Node(ExecutorNode):
         self.size = layout.size
         self.contributor = name in layout.worker_names
         self.n = len(layout.worker_names)
-        self.pieces = pieces_of(layout, pieces)
+        self.pieces = pieces          # [(start, stop, root)] in flat order (pieces_of)
         self.segs = [segments(a, b, segment) for a, b, _ in self.pieces]
         self.iterations = {}
 
