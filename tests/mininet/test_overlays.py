@@ -55,8 +55,12 @@ def test_mlnet_aggregates_in_the_wan_and_matches_the_stars_accuracy(tmp_path, st
     assert len(agg) == ITERATIONS and all(e["contributions"] == 6 for e in agg)
 
 
-def test_tsengine_schedules_every_transfer_and_matches_the_stars_accuracy(tmp_path, star):
-    run, summary = train(tmp_path, "tsengine")
+# The MLP's tensors: 64 x 128 weights (two pieces of 4,096 under this bound), 128, 1,280, 10.
+@pytest.mark.parametrize("options,pieces", [(None, 1),
+                                            ("{piece_by: tensor, bigarray_bound: 4096}", 5)])
+def test_tsengine_schedules_every_transfer_and_matches_the_stars_accuracy(tmp_path, star, options,
+                                                                          pieces):
+    run, summary = train(tmp_path, "tsengine", options=options)
     assert summary["iterations"] == ITERATIONS
     assert abs(summary["final_accuracy"] - star[1]["final_accuracy"]) <= 0.01
     decisions = [e for e in events(run, "virginia-c") if e["ev"] == "decision"]
@@ -64,9 +68,9 @@ def test_tsengine_schedules_every_transfer_and_matches_the_stars_accuracy(tmp_pa
         per_round = {}
         for d in decisions:
             if d["decision"] == kind:
-                per_round.setdefault(d["it"], []).append(d["sender"])
+                per_round.setdefault((d["it"], d["piece"]), []).append(d["sender"])
         # Each of the 6 workers sent its partial sum once and got the model once per round.
-        assert sorted(per_round) == list(range(ITERATIONS)), kind
+        assert sorted(per_round) == [(it, p) for it in range(ITERATIONS) for p in range(pieces)], kind
         assert all(len(senders) == 6 for senders in per_round.values()), kind
     # Workers relayed to each other: the tree is not the star.
     assert any(d["decision"] == "distribute" and d["sender"] != "virginia-s0" for d in decisions)
