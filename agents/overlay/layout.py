@@ -1,6 +1,7 @@
 """What an overlay plans from: the model's size and its tensors' sizes,
-who runs where, and the WAN as configured, as plain numbers (no testbed objects), so overlays are
-pure functions of it and the runner writes it into each agent's config."""
+who runs where, and the WAN as configured, as plain numbers (no testbed
+objects), so overlays are pure functions of it and the runner writes it
+into each agent's config (the agents fill in the sizes)."""
 
 import dataclasses
 from dataclasses import dataclass, field
