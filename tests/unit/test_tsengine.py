@@ -18,7 +18,7 @@ from agents.config import AgentConfig, Peer, Transport, WorkloadSettings
 from agents.overlay import tsengine
 from agents.overlay.layout import Layout
 from agents.plugins import OptionError
-from agents.roles.compose import build_node, layout_of, overlay_of, sync_scheme
+from agents.roles.compose import build_node, overlay_of, sync_scheme
 from agents.sync.base import SyncScheme
 from agents.workload import FlatModel, Parameters, Synthetic
 from testbed import spec as S
@@ -262,8 +262,8 @@ class Sum(SyncScheme):
 @pytest.mark.parametrize("seed", range(4))
 def test_piece_by_tensor_through_the_composition_root_leaves_every_worker_the_exact_sum(seed):
     """Agents build their nodes from a model's tensors as a run does (the
-    flat model, its layout, the overlay's options); the coordinator's
-    policy from the same layout; every worker ends with the exact sum."""
+    flat model, its layout, the overlay's options), the coordinator its
+    policy; every worker ends with the exact sum."""
     shapes = {"conv.weight": (2, 3, 2), "conv.bias": (2,), "fc.weight": (3, 5), "fc.bias": (1,)}
     params = Parameters(shapes, {k: np.zeros(int(np.prod(s)), np.float32) for k, s in shapes.items()})
     model = FlatModel.of(params, WorkloadSettings())
@@ -289,7 +289,8 @@ def test_piece_by_tensor_through_the_composition_root_leaves_every_worker_the_ex
     assert nodes["a-w0"].pieces == [(0, 6, "a-s0"), (6, 12, "a-s1"), (12, 14, "a-s0"),
                                     (14, 21, "a-s1"), (21, 29, "a-s0"), (29, 30, "a-s1")]
     assert nodes["a-s1"].roots() == [1, 3, 5]
-    policy = overlay_of(config("coord")).policy(layout_of(config("coord"), model), seed=seed)
+    # The coordinator plans from the layout as the runner wrote it, without the model's sizes.
+    policy = overlay_of(config("coord")).policy(Layout.from_dict(config("coord").layout), seed=seed)
     coordinator = nodes["coord"] = CoordinatorSim(policy)
     rng = np.random.default_rng(seed)
     for it in range(3):
