@@ -2,12 +2,12 @@
 WAN and model, against t_lb.
 
 draw() first keeps, per completed run, the small records the table is
-computed from (RUNS/<setting>/summary.json, the run's summary, and
-RUNS/<setting>/sync.csv, one row per iteration: the slowest worker's time
-from handing over its update to holding the new model, `sync_s`, the same
-counted from when the last worker handed over its own, `from_last_start_s`,
-and t_lb of the WAN), then computes table.csv from those records alone
-(`table`), and draws the figure.
+computed from (testbed/analysis/records.py: runs/<setting>/summary.json
+and iterations.csv, per iteration the slowest worker's time from handing
+over its update to holding the new model, `sync_s`, the same counted from
+when the last worker handed over its own, `from_last_start_s`, and t_lb
+of the WAN), then computes table.csv from those records alone (`table`),
+and draws the figure.
 
 A DDP step is timed by the program (examples/programs/ddp_flat.py: when
 each rank's backward, in which DDP all-reduces, began and ended); an
@@ -16,20 +16,16 @@ are counted alike: per iteration the slowest worker's time, and from the
 last start the latest end less the latest start.  Iteration 0 is left out
 (it also opens the connections: gloo's pairs, the executor's)."""
 
-import csv
 import json
 import os
-import shutil
 import statistics
 
 from agents.events import read_events
 from agents.planning.wan import GOODPUT_SHARE
 from testbed import bounds
-from testbed.analysis.iterations import iters_of
+from testbed.analysis import records
 from testbed.analysis.stats import describe, ratio, write_table
-from testbed.bounds.timeline import slowest_syncs
 
-RUNS = "runs"
 SYSTEMS = {"ddp-ring": "DDP, gloo's ring (ranks virginia, frankfurt, tokyo)",
            "ddp-ring-reversed": "DDP, gloo's ring (ranks virginia, tokyo, frankfurt)",
            "ps-star": "PS star (server in virginia)",
@@ -54,13 +50,6 @@ def ddp_steps(run):
             for step, ranks in sorted(steps.items())]
 
 
-def overlay_steps(run):
-    """The same from the workers' `iter` events."""
-    iters = iters_of(run)
-    push, last = slowest_syncs(iters), slowest_syncs(iters, from_last_start=True)
-    return [(it, push[it][0], last[it][0]) for it in sorted(push)]
-
-
 def model_bytes_of(summary):
     if summary.get("model_bytes"):
         return summary["model_bytes"]
@@ -68,32 +57,16 @@ def model_bytes_of(summary):
                  if "model_bytes" in m), None)
 
 
-def keep_record(run, dest):
-    """RUNS/<setting>/summary.json and sync.csv of one completed run."""
-    os.makedirs(dest, exist_ok=True)
-    shutil.copy(os.path.join(run, "summary.json"), os.path.join(dest, "summary.json"))
-    summary = json.load(open(os.path.join(run, "summary.json")))
+def steps_of(run, summary):
+    """[(it, push to pull, from the last start, t_lb)] of a DDP run, or
+    records.overlay_steps of the star's and the planner's (there t_lb is
+    of the links as they were, here as configured: the same, as nothing
+    changes them)."""
+    if not summary.get("programs"):
+        return records.overlay_steps(run, model_bytes_of(summary))
     spec = json.load(open(os.path.join(run, "spec.json")))
-    steps = ddp_steps(run) if summary.get("programs") else overlay_steps(run)
     t_lb = bounds.t_lb(bounds.wan_of(spec), model_bytes_of(summary))
-    with open(os.path.join(dest, "sync.csv"), "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(("it", "sync_s", "from_last_start_s", "t_lb_s"))
-        for it, push, last in steps:
-            w.writerow((it, f"{push:.6f}", f"{last:.6f}", f"{t_lb:.6f}"))
-
-
-def keep_records(rows, runs_dir):
-    """The records of every completed run of the sweep, replacing what was there."""
-    if os.path.isdir(runs_dir):
-        shutil.rmtree(runs_dir)
-    os.makedirs(runs_dir)
-    for r in rows:
-        if r.get("status") == "completed":
-            keep_record(r["run"], os.path.join(runs_dir, r["label"]))
-    failed = [r["label"] for r in rows if r.get("status") != "completed"]
-    with open(os.path.join(runs_dir, "failed.json"), "w") as f:
-        json.dump(failed, f)
+    return [(it, push, last, t_lb) for it, push, last in ddp_steps(run)]
 
 
 # ------------------------------------------------------------ the table
@@ -104,17 +77,12 @@ def system_of(label):
     return label.split("_seed-")[0]
 
 
-def read_sync(path):
-    with open(path) as f:
-        return [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
-
-
 def run_numbers(record):
     """(median from the last start, median push to pull, t_lb, {direction:
     models per sync}, model bytes) of one run's record, iterations after
     the first."""
-    summary = json.load(open(os.path.join(record, "summary.json")))
-    rows = [r for r in read_sync(os.path.join(record, "sync.csv")) if r["it"] > 0]
+    summary = record.summary
+    rows = record.steady_steps()
     model = model_bytes_of(summary)
     # Every iteration the run made, the first too, moved what the WAN carried.
     iterations = len(rows) + 1
@@ -128,14 +96,11 @@ def run_numbers(record):
 def table(runs_dir):
     """One row per system (COLUMNS), from the records in runs_dir alone:
     the median over its runs of each run's median, the runs' min and max."""
-    records = sorted(os.listdir(runs_dir))
-    failed = json.load(open(os.path.join(runs_dir, "failed.json")))
+    kept, failed = records.load(runs_dir)
     out = []
     for system in SYSTEMS:
-        mine = [numbers for numbers in (run_numbers(os.path.join(runs_dir, r)) for r in records
-                                        if os.path.isdir(os.path.join(runs_dir, r))
-                                        and system_of(r) == system)]
-        lost = sum(1 for label in failed if system_of(label) == system)
+        mine = [run_numbers(r) for r in kept if system_of(r.label) == system]
+        lost = sum(1 for f in failed if system_of(f["label"]) == system)
         if not mine:
             if lost:
                 out.append({"system": system, "runs": 0, "failed": lost})
@@ -160,8 +125,8 @@ def draw(rows, out_dir, recipe):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    runs_dir = os.path.join(out_dir, RUNS)
-    keep_records(rows, runs_dir)
+    runs_dir = os.path.join(out_dir, records.RUNS)
+    records.keep(rows, runs_dir, steps_of)
     got = table(runs_dir)
     write_table(got, os.path.join(out_dir, "table.csv"), COLUMNS)
     done = [t for t in got if t.get("sync_median_s") is not None]

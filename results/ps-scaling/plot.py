@@ -2,14 +2,32 @@
 seeds) against the number of DCs, with the WAN's lower bounds: `t_lb`
 (testbed/bounds: no overlay can synchronize faster; the labels are the
 star's ratio to it), the cut bound for contrast, and `t_opt` (the best
-tree packing) in the table."""
+tree packing) in the table.  draw() keeps each completed run's records
+(testbed/analysis/records.py) and computes table.csv from them alone
+(`table`): per setting the median, min, max and 95% interval over its
+runs of each run's sync time (its summary's `sync_time`)."""
 
 import os
 
+from testbed.analysis import records
 from testbed.analysis.stats import BOUND_COLUMNS, bounds_against, describe, write_table
 
 COLUMNS = ("dcs", "runs", "sync_median_s", "sync_min_s", "sync_max_s", "sync_ci95_s",
            *BOUND_COLUMNS, "failed")
+
+
+def table(runs_dir):
+    """One row per number of DCs (COLUMNS), from the records alone."""
+    kept, failed = records.load(runs_dir)
+    out = []
+    for n in sorted({r.setting["worker_dcs"] for r in kept} | {f["setting"]["worker_dcs"] for f in failed}):
+        ok = [r.summary for r in kept if r.setting["worker_dcs"] == n]
+        sync = describe([s.get("sync_time") for s in ok])
+        out.append({"dcs": n, "runs": sync["n"], "sync_median_s": sync["median"],
+                    "sync_min_s": sync["min"], "sync_max_s": sync["max"],
+                    "sync_ci95_s": sync["ci95"], **bounds_against(ok, sync["median"]),
+                    "failed": sum(1 for f in failed if f["setting"]["worker_dcs"] == n)})
+    return out
 
 
 def draw(rows, out_dir, recipe):
@@ -17,18 +35,12 @@ def draw(rows, out_dir, recipe):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    table = []
-    for n in sorted({r["worker_dcs"] for r in rows}):
-        mine = [r for r in rows if r["worker_dcs"] == n]
-        ok = [r for r in mine if r.get("status") == "completed"]
-        sync = describe([r.get("sync_time") for r in ok])
-        table.append({"dcs": n, "runs": sync["n"], "sync_median_s": sync["median"],
-                      "sync_min_s": sync["min"], "sync_max_s": sync["max"],
-                      "sync_ci95_s": sync["ci95"], **bounds_against(ok, sync["median"]),
-                      "failed": len(mine) - len(ok)})
-    write_table(table, os.path.join(out_dir, "table.csv"), COLUMNS)
+    runs_dir = os.path.join(out_dir, records.RUNS)
+    records.keep(rows, runs_dir)
+    got = table(runs_dir)
+    write_table(got, os.path.join(out_dir, "table.csv"), COLUMNS)
 
-    done = [t for t in table if t["sync_median_s"] is not None]
+    done = [t for t in got if t["sync_median_s"] is not None]
     fig, ax = plt.subplots(figsize=(6, 4))
     xs = [t["dcs"] for t in done]
     med = [t["sync_median_s"] for t in done]

@@ -38,3 +38,30 @@ def links_figure(samples, events, t0, since):
     axes[0, 0].legend(fontsize=8)
     axes[-1, 0].set_xlabel(f"time since {since} (s)")
     return fig
+
+
+def median_bars(ax, groups, series, bounds=None):
+    """Grouped bars, one group per name in `groups` and one bar per series
+    in each: `series` is [(label, [(min, median, max) or None per group])],
+    drawn as the median with a min-max error bar.  `bounds`, parallel to
+    `series` ([[bound or None per group]]), draws each bar's bound as a
+    black dash across it, with the bar's median over it written above."""
+    width = 0.8 / max(1, len(series))
+    for i, (label, values) in enumerate(series):
+        offset = (i - (len(series) - 1) / 2) * width
+        drawn = [(j, v) for j, v in enumerate(values) if v and v[1] is not None]
+        if not drawn:
+            continue
+        xs = [j + offset for j, _ in drawn]
+        med = [v[1] for _, v in drawn]
+        err = [[v[1] - v[0] for _, v in drawn], [v[2] - v[1] for _, v in drawn]]
+        ax.bar(xs, med, width, yerr=err, capsize=3, label=label, color=f"C{i}")
+        for x, (j, v) in zip(xs, drawn):
+            bound = bounds[i][j] if bounds else None
+            if bound:
+                ax.hlines(bound, x - width / 2, x + width / 2, colors="k", linestyles="--")
+                ax.annotate(f"{v[1] / bound:.1f}x", (x, v[2]), textcoords="offset points",
+                            xytext=(0, 3), ha="center", fontsize=7)
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels(groups)
+    ax.set_ylim(0, None)

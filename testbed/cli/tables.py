@@ -213,7 +213,7 @@ def compare_table(rows, columns):
 
 def sweep_table(rows, title):
     table = Table(title=title, title_justify="left")
-    cols = [k for k in rows[0] if k not in ("run", "label")
+    cols = [k for k in rows[0] if k not in ("run", "label", "setting")
             and any(r.get(k) is not None for r in rows)] if rows else []
     for c in cols:
         table.add_column(c)

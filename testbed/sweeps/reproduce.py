@@ -55,10 +55,12 @@ def recipe_path(recipe_id, root=RESULTS):
 
 
 def rows_of(record):
-    """One row per setting: its axis values, its run and the summary metrics."""
+    """One row per setting: its axis values (also together, as `setting`),
+    its run and the summary metrics."""
     rows = []
     for entry in record:
-        row = {**entry["values"], "label": entry["label"], "run": entry["run"]}
+        row = {**entry["values"], "label": entry["label"], "run": entry["run"],
+               "setting": entry["values"]}
         if entry["run"]:
             summary = report.summarize(RunFolder(entry["run"]))
             row.update({k: summary.get(k) for k in ROW_METRICS})

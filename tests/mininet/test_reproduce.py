@@ -5,8 +5,11 @@ import os
 
 import pytest
 
+from testbed.analysis import records
+from testbed.analysis.stats import write_table
 from testbed.sweeps.sweep import load_recipe
 from tests.mininet.helpers import ROOT
+from tests.recipe_plot import load_plot
 
 pytestmark = pytest.mark.mininet
 
@@ -32,3 +35,19 @@ def test_ps_scaling_quick_draws_its_figure_and_one_table_row_per_setting(ps_scal
         assert float(row["median_over_t_lb"]) == pytest.approx(float(row["sync_median_s"]) / t_lb, rel=2e-3)
     assert float(rows[0]["t_lb_s"]) == pytest.approx(float(rows[0]["bound_s"]), rel=0.01)
     assert float(rows[1]["t_lb_s"]) > 1.1 * float(rows[1]["bound_s"])
+
+
+@pytest.mark.timeout(900)
+def test_the_quick_reproduction_keeps_the_records_its_table_is_computed_from(ps_scaling_quick, tmp_path):
+    out = ps_scaling_quick / "out"
+    kept, failed = records.load(str(out / records.RUNS))
+    assert failed == [] and sorted(r.setting["worker_dcs"] for r in kept) == [2, 3]
+    for r in kept:
+        assert r.summary["status"] == "completed" and r.setting["experiment.seed"] == 0
+        # Every iteration the run made, each with its sync time and the WAN's t_lb.
+        assert [s["it"] for s in r.steps] == list(range(r.summary["iterations"]))
+        assert all(s["from_last_start_s"] > 0 and s["t_lb_s"] == pytest.approx(r.summary["sync_t_lb"], rel=1e-3)
+                   for s in r.steps)
+    plot = load_plot("ps-scaling")
+    write_table(plot.table(str(out / records.RUNS)), str(tmp_path / "table.csv"), plot.COLUMNS)
+    assert (tmp_path / "table.csv").read_text() == (out / "table.csv").read_text()

@@ -1,7 +1,7 @@
 """The ddp-vs-overlays recipe's plot: a DDP step timed from its ranks'
 lines as an iteration of the testbed's is, the table computed from the
-kept records alone, and the committed table.csv recomputed from the
-committed records."""
+kept records alone (tests/unit/test_recipe_records.py recomputes the
+committed table.csv from the committed records)."""
 
 import csv
 import json
@@ -10,7 +10,6 @@ import os
 import pytest
 
 from agents.planning.wan import GOODPUT_SHARE
-from testbed.analysis.stats import write_table
 from tests.recipe_plot import RESULTS, load_plot
 
 RECIPE = os.path.join(RESULTS, "ddp-vs-overlays")
@@ -33,12 +32,17 @@ def test_a_ddp_step_counts_the_slowest_rank_and_from_the_last_start(plot, tmp_pa
     assert plot.ddp_steps(str(tmp_path)) == [(0, 3.0, 2.5), (1, 2.0, pytest.approx(1.6))]
 
 
+def plot_system(label):
+    return label.split("_seed-")[0]
+
+
 def record(where, label, wan_bytes, model, rows):
     folder = where / label
     folder.mkdir(parents=True)
     summary = {"model_bytes": model, "wan": {d: {"bytes": b} for d, b in wan_bytes.items()}}
     (folder / "summary.json").write_text(json.dumps(summary))
-    with open(folder / "sync.csv", "w", newline="") as f:
+    (folder / "setting.json").write_text(json.dumps({"variant": {"name": plot_system(label)}}))
+    with open(folder / "iterations.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(("it", "sync_s", "from_last_start_s", "t_lb_s"))
         w.writerows(rows)
@@ -55,7 +59,7 @@ def test_the_table_takes_each_run_s_median_after_the_first_iteration_then_the_ru
     short = {**wan, "tokyo->frankfurt": 2 * model / GOODPUT_SHARE}
     record(tmp_path, "ddp-ring_seed-1", short, model, [(0, 1, 1, 1.0), (1, 2.0, 2.0, 1.0)])    # 2.0
     record(tmp_path, "ddp-ring_seed-2", short, model, [(0, 1, 1, 1.0), (1, 7.0, 6.0, 1.0)])    # 6.0
-    (tmp_path / "failed.json").write_text(json.dumps(["ps-star_seed-0"]))
+    (tmp_path / "failed.json").write_text(json.dumps([{"label": "ps-star_seed-0", "setting": {}}]))
     ring, star = plot.table(str(tmp_path))
     assert ring["runs"] == 3 and ring["failed"] == 0
     assert (ring["sync_median_s"], ring["sync_min_s"], ring["sync_max_s"]) == (4.0, 2.0, 6.0)
@@ -63,12 +67,3 @@ def test_the_table_takes_each_run_s_median_after_the_first_iteration_then_the_ru
     assert ring["models_per_sync tokyo->frankfurt"] == pytest.approx(1.0)
     assert ring["models_per_sync frankfurt->tokyo"] == 0.0
     assert star == {"system": "ps-star", "runs": 0, "failed": 1}
-
-
-def test_the_committed_table_is_what_the_committed_records_give(plot, tmp_path):
-    runs = os.path.join(RECIPE, plot.RUNS)
-    write_table(plot.table(runs), str(tmp_path / "table.csv"), plot.COLUMNS)
-    assert (tmp_path / "table.csv").read_text() == open(os.path.join(RECIPE, "table.csv")).read()
-    labels = [r for r in os.listdir(runs) if os.path.isdir(os.path.join(runs, r))]
-    assert {plot.system_of(r) for r in labels} == set(plot.SYSTEMS)
-    assert all(sum(plot.system_of(r) == s for r in labels) >= 3 for s in plot.SYSTEMS)
