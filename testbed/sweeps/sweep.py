@@ -12,11 +12,14 @@ a time, resumable.
       axes: {worker_dcs: [2, 3], experiment.seed: [0]}
       set: {experiment.model: flat-250000}
 
-Besides dotted paths, six axes transform the topology: `worker_dcs`,
+Besides dotted paths, seven axes transform the topology: `worker_dcs`,
 `workers` (per DC that has workers), `bw_scale` (every WAN rate),
 `dynamics_every` (the period of every generated rate change, `every` of
 each dynamics entry that has one), `dynamics_seed` (another draw of every
-seeded generator: 0 is the base's own) and `variant`, whose values are named
+seeded generator: 0 is the base's own), `seed` (`experiment.seed` and,
+where the setting has seeded generators, their draw of the same number,
+so one seed repeats a run's shards, weights and link rates for every
+system of a comparison) and `variant`, whose values are named
 bundles of dotted paths, for settings that are not a cross product (a
 system and its ablations, say):
 
@@ -55,7 +58,8 @@ from testbed.spec.validate import SpecError
 
 log = logging.getLogger(__name__)
 RECIPE_KEYS = {"id", "title", "base", "axes", "set", "quick", "description"}
-TRANSFORMS = ("worker_dcs", "workers", "bw_scale", "dynamics_every", "dynamics_seed", "variant")
+TRANSFORMS = ("worker_dcs", "workers", "bw_scale", "dynamics_every", "dynamics_seed", "seed",
+              "variant")
 TOP_KEYS = specmod.TOP_KEYS
 
 
@@ -254,6 +258,11 @@ def apply(doc, axis, value):
         retime_dynamics(doc, value)
     elif axis == "dynamics_seed":
         redraw_dynamics(doc, value)
+    elif axis == "seed":
+        set_path(doc, "experiment.seed", value)
+        if any(isinstance(d, dict) and d.get("generator") in SEEDED_GENERATORS
+               for d in doc.get("dynamics") or []):
+            redraw_dynamics(doc, value)
     elif axis == "variant":
         for key, v in value.items():
             if key != "name":

@@ -147,6 +147,21 @@ def test_the_dynamics_seed_axis_refuses_what_it_cannot_draw():
             W.apply(doc, "dynamics_seed", bad)
 
 
+def test_the_seed_axis_sets_the_experiment_seed_and_draws_the_links_with_it():
+    doc = yaml.safe_load(BASE)
+    doc["dynamics"] = [{"generator": "uniform", "link": ["a", "core"], "low": "1mbit", "high": "5mbit",
+                        "every": "10s", "seed": 3}]
+    static = yaml.safe_load(BASE)
+    for draw in (0, 2):
+        dynamic, plain = yaml.safe_load(yaml.safe_dump(doc)), yaml.safe_load(yaml.safe_dump(static))
+        W.apply(dynamic, "seed", draw)
+        W.apply(plain, "seed", draw)
+        assert dynamic["experiment"]["seed"] == plain["experiment"]["seed"] == draw
+        # One seeded entry spans one seed: draw 2 moves 3 to 5; a setting with none is left so.
+        assert dynamic["dynamics"][0]["seed"] == 3 + draw
+        assert not plain.get("dynamics")
+
+
 def test_asking_for_more_dcs_than_the_base_has_is_refused():
     with pytest.raises(W.RecipeError, match="only 3 DCs with workers"):
         W.keep_worker_dcs(yaml.safe_load(BASE), 4)
