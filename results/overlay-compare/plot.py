@@ -1,113 +1,134 @@
-"""overlay-compare: per overlay and network, the median sync time per
-iteration against the WAN's lower bounds (left) and the median time to the
-target accuracy (right), with min-max bars over the seeds.  The bounds,
-from the links as configured: `t_lb` (testbed/bounds: no overlay can
-synchronize faster), `t_opt` (the best tree packing, in the table) and
-the cut bound, for contrast; on the fluctuating network also `t_lb` of the
-links as they were while each synchronization ran (the median over its
-iterations, `t_lb_as_run_s`), which the figure draws there."""
+"""overlay-compare: per overlay and network, the sync time per iteration
+against the WAN's lower bound `t_lb`, and the time to 90% and 95% test
+accuracy, each the median over the seeds with min-max bars; below, every
+run's accuracy against wall time.
+
+draw() keeps each completed run's records (testbed/analysis/records.py)
+and computes table.csv from them alone (`table`).  Per run: the median
+over its iterations after the first of the slowest worker's sync counted
+from the last start, and of that sync over `t_lb` of the links as they
+were while it ran (on the static network `t_lb` as configured); the time
+to each accuracy by the shared rule (testbed/analysis/accuracy.py: a
+running median of three evaluations, taken every second of wall time,
+crossing the level, interpolated).  Per setting: the median, min and max
+over its runs."""
 
 import os
+import statistics
 
-from testbed.analysis.stats import BOUND_COLUMNS, bounds_against, describe, ratio, write_table
+from testbed.analysis import records
+from testbed.analysis.figures import median_bars
+from testbed.analysis.stats import describe, ratio, write_table
 
-OVERLAYS = ("ps", "mlnet", "tsengine")
-NAMES = {"ps": "PS star", "mlnet": "MLNET (k=2)", "tsengine": "TSEngine"}
+OVERLAYS = ("ps", "mlnet", "tsengine", "tsengine-whole")
+NAMES = {"ps": "PS star", "mlnet": "MLNET (k=2)", "tsengine": "TSEngine (per tensor)",
+         "tsengine-whole": "TSEngine (whole model)"}
 NETWORKS = ("static", "fluctuating")
-COLUMNS = ("network", "overlay", "runs", "sync_median_s", "sync_min_s", "sync_max_s",
-           *BOUND_COLUMNS, "tsengine_over_this_sync", "reached_target",
-           "tta_median_s", "tta_min_s", "tta_max_s", "tsengine_over_this_tta", "iterations_median",
-           "failed")
+LEVELS = (0.90, 0.95)
+COLUMNS = ("network", "overlay", "runs", "failed", "sync_median_s", "sync_min_s", "sync_max_s",
+           "t_lb_s", "t_opt_s", "sync_over_t_lb_median", "sync_over_t_lb_min", "sync_over_t_lb_max",
+           *(f"tta_{round(100 * level)}_{stat}" for level in LEVELS
+             for stat in ("median_s", "min_s", "max_s", "reached")),
+           "tsengine_over_this_tta_95", "iterations_median")
 
 
-def network_of(row):
-    return "fluctuating" if row.get("dynamics") else "static"
+def network_of(setting):
+    return "fluctuating" if setting.get("dynamics") else "static"
 
 
-def summarize(rows):
-    table = []
+def overlay_of(setting):
+    return setting["variant"]["name"]
+
+
+def run_numbers(record):
+    """{sync, t_lb, over, tta_90, tta_95, iterations} of one run's record."""
+    steps = [s for s in record.steady_steps() if s["from_last_start_s"] and s["t_lb_s"]]
+    return {"sync": statistics.median(s["from_last_start_s"] for s in steps),
+            "t_lb": statistics.median(s["t_lb_s"] for s in steps),
+            "over": statistics.median(s["from_last_start_s"] / s["t_lb_s"] for s in steps),
+            "t_opt": record.summary.get("sync_t_opt"),
+            "iterations": record.summary.get("iterations"),
+            **{f"tta_{round(100 * level)}": record.time_to(level) for level in LEVELS}}
+
+
+def table(runs_dir):
+    """One row per network and overlay (COLUMNS), from the records alone."""
+    kept, failed = records.load(runs_dir)
+    out = []
     for net in NETWORKS:
         for ov in OVERLAYS:
-            mine = [r for r in rows if network_of(r) == net and r.get("experiment.overlay") == ov]
-            if not mine:
+            mine = [run_numbers(r) for r in kept
+                    if network_of(r.setting) == net and overlay_of(r.setting) == ov]
+            lost = sum(1 for f in failed
+                       if network_of(f["setting"]) == net and overlay_of(f["setting"]) == ov)
+            if not mine and not lost:
                 continue
-            ok = [r for r in mine if r.get("status") == "completed"]
-            sync = describe([r.get("sync_time") for r in ok])
-            reached = [r.get("time_to_target") for r in ok if r.get("time_to_target") is not None]
-            tta = describe(reached)
-            table.append({"network": net, "overlay": ov, "runs": sync["n"],
-                          "sync_median_s": sync["median"], "sync_min_s": sync["min"],
-                          "sync_max_s": sync["max"], **bounds_against(ok, sync["median"]),
-                          "reached_target": f"{len(reached)}/{len(mine)}",
-                          "tta_median_s": tta["median"], "tta_min_s": tta["min"],
-                          "tta_max_s": tta["max"],
-                          "iterations_median": describe([r.get("iterations") for r in ok])["median"],
-                          "failed": len(mine) - len(ok)})
-    for net in NETWORKS:
-        ts = [t for t in table if t["network"] == net and t["overlay"] == "tsengine"]
-        for t in table:
-            if t["network"] == net:
-                # > 1: TSEngine is slower than this overlay by that factor
-                t["tsengine_over_this_sync"] = ratio(ts[0]["sync_median_s"], t["sync_median_s"]) if ts else None
-                t["tsengine_over_this_tta"] = ratio(ts[0]["tta_median_s"], t["tta_median_s"]) if ts else None
-    return table
+            sync, over = describe([m["sync"] for m in mine]), describe([m["over"] for m in mine])
+            row = {"network": net, "overlay": ov, "runs": len(mine), "failed": lost,
+                   "sync_median_s": sync["median"], "sync_min_s": sync["min"], "sync_max_s": sync["max"],
+                   "t_lb_s": describe([m["t_lb"] for m in mine])["median"],
+                   "t_opt_s": describe([m["t_opt"] for m in mine])["median"],
+                   "sync_over_t_lb_median": over["median"], "sync_over_t_lb_min": over["min"],
+                   "sync_over_t_lb_max": over["max"],
+                   "iterations_median": describe([m["iterations"] for m in mine])["median"]}
+            for level in LEVELS:
+                key = f"tta_{round(100 * level)}"
+                tta = describe([m[key] for m in mine])
+                row.update({f"{key}_median_s": tta["median"], f"{key}_min_s": tta["min"],
+                            f"{key}_max_s": tta["max"], f"{key}_reached": f"{tta['n']}/{len(mine)}"})
+            out.append(row)
+    for row in out:
+        ts = next((t for t in out if t["network"] == row["network"] and t["overlay"] == "tsengine"), None)
+        # > 1: TSEngine needs that many times longer than this overlay.
+        row["tsengine_over_this_tta_95"] = ratio(ts["tta_95_median_s"], row["tta_95_median_s"]) if ts else None
+    return out
 
 
-def bars(ax, table, key, bound_keys=(), contrast_key=None):
-    """Grouped bars: one group per network, one bar per overlay, min-max
-    error bars; the bound, the first of `bound_keys` a row has, as a black
-    dash over each bar with the bar's ratio to it, and a second bound as a
-    dotted line."""
-    width = 0.26
-    for i, ov in enumerate(OVERLAYS):
-        xs, med, lo, hi, bound, contrast = [], [], [], [], [], []
-        for j, net in enumerate(NETWORKS):
-            t = next((t for t in table if t["network"] == net and t["overlay"] == ov), None)
-            if t is None or t[f"{key}_median_s"] is None:
-                continue
-            m = t[f"{key}_median_s"]
-            xs.append(j + (i - 1) * width)
-            med.append(m)
-            lo.append(m - t[f"{key}_min_s"])
-            hi.append(t[f"{key}_max_s"] - m)
-            bound.append(next((t[k] for k in bound_keys if t.get(k)), None))
-            contrast.append(t.get(contrast_key) if contrast_key else None)
-        if not xs:
-            continue
-        ax.bar(xs, med, width, yerr=[lo, hi], capsize=3, label=NAMES[ov], color=f"C{i}")
-        for x, m, top, b, c in zip(xs, med, hi, bound, contrast):
-            if c:
-                ax.hlines(c, x - width / 2, x + width / 2, colors="k", linestyles=":")
-            if b:
-                ax.hlines(b, x - width / 2, x + width / 2, colors="k", linestyles="--")
-                ax.annotate(f"{m / b:.1f}x", (x, m + top), textcoords="offset points", xytext=(0, 3),
-                            ha="center", fontsize=7)
-    ax.set_xticks(range(len(NETWORKS)))
-    ax.set_xticklabels(NETWORKS)
-    ax.set_ylim(0, None)
+def curves(runs_dir):
+    """{(network, overlay): [[(t, accuracy)] of each run]}."""
+    kept, _ = records.load(runs_dir)
+    out = {}
+    for r in kept:
+        out.setdefault((network_of(r.setting), overlay_of(r.setting)), []).append(r.evals)
+    return out
 
 
 def draw(rows, out_dir, recipe):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.lines import Line2D
 
-    table = summarize(rows)
+    runs_dir = os.path.join(out_dir, records.RUNS)
+    records.keep(rows, runs_dir)
+    got = table(runs_dir)
     csv_path = os.path.join(out_dir, "table.csv")
-    write_table(table, csv_path, COLUMNS)
+    write_table(got, csv_path, COLUMNS)
 
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-    # Under fluctuation, t_lb of the links as they were while each sync ran.
-    bars(left, table, "sync", bound_keys=("t_lb_as_run_s", "t_lb_s"), contrast_key="bound_s")
-    left.set(ylabel="sync time per iteration (s)", title="sync time (median, min-max)")
-    handles, labels = left.get_legend_handles_labels()
-    handles += [Line2D([], [], color="k", linestyle="--"), Line2D([], [], color="k", linestyle=":")]
-    labels += ["lower bound t_lb (links as they were)", "cut bound (as configured)"]
-    left.legend(handles, labels, fontsize=8)
-    bars(right, table, "tta")
-    right.set(ylabel="time to 90% test accuracy (s)", title="time to accuracy (median, min-max)")
-    fig.suptitle("5 DCs, 10 workers, MLP on digits, SSGD: PS star vs MLNET vs TSEngine", fontsize=10)
+    fig, ((sync_ax, tta_ax), *acc_axes) = plt.subplots(2, 2, figsize=(12, 8))
+    series = [(NAMES[ov], [next((t for t in got if t["network"] == net and t["overlay"] == ov), None)
+                           for net in NETWORKS]) for ov in OVERLAYS]
+    median_bars(sync_ax, NETWORKS, [(name, [t and (t["sync_min_s"], t["sync_median_s"], t["sync_max_s"])
+                                            for t in ts]) for name, ts in series],
+                bounds=[[t and t["t_lb_s"] for t in ts] for _, ts in series])
+    sync_ax.set(ylabel="sync time per iteration (s)",
+                title="sync from the last start (median of runs, min-max);\ndashes: t_lb of the links as they were")
+    median_bars(tta_ax, NETWORKS, [(name, [t and (t["tta_95_min_s"], t["tta_95_median_s"], t["tta_95_max_s"])
+                                           for t in ts]) for name, ts in series])
+    tta_ax.set(ylabel="time to 95% test accuracy (s)", title="time to accuracy (median of runs, min-max)")
+    tta_ax.legend(fontsize=8, loc="upper left")
+    lines = curves(runs_dir)
+    for ax, net in zip(acc_axes[0], NETWORKS):
+        for i, ov in enumerate(OVERLAYS):
+            for j, points in enumerate(lines.get((net, ov), [])):
+                ax.plot([t for t, _ in points], [a for _, a in points], color=f"C{i}", alpha=0.7, lw=1,
+                        label=NAMES[ov] if j == 0 else None)
+        ax.axhline(0.95, color="k", lw=0.5, ls=":")
+        ax.set(xlabel="wall time since training began (s)", ylabel="test accuracy", ylim=(0.5, 1.0),
+               title=f"{net} network: every run")
+        ax.grid(alpha=0.3)
+        if ax.lines:
+            ax.legend(fontsize=8, loc="lower right")
+    fig.suptitle("5 DCs, one worker each, a 1 MB MLP on digits, SSGD", fontsize=10)
     fig.tight_layout()
     path = os.path.join(out_dir, "figure.png")
     fig.savefig(path, dpi=110)
