@@ -14,10 +14,9 @@ crossing the level, interpolated).  Per setting: the median, min and max
 over its runs."""
 
 import os
-import statistics
 
 from testbed.analysis import records
-from testbed.analysis.figures import median_bars
+from testbed.analysis.figures import every_run, median_bars
 from testbed.analysis.stats import describe, ratio, write_table
 
 OVERLAYS = ("ps", "mlnet", "tsengine", "tsengine-whole")
@@ -41,12 +40,8 @@ def overlay_of(setting):
 
 
 def run_numbers(record):
-    """{sync, t_lb, over, tta_90, tta_95, iterations} of one run's record."""
-    steps = [s for s in record.steady_steps() if s["from_last_start_s"] and s["t_lb_s"]]
-    return {"sync": statistics.median(s["from_last_start_s"] for s in steps),
-            "t_lb": statistics.median(s["t_lb_s"] for s in steps),
-            "over": statistics.median(s["from_last_start_s"] / s["t_lb_s"] for s in steps),
-            "t_opt": record.summary.get("sync_t_opt"),
+    """{sync, t_lb, over, t_opt, iterations, tta_90, tta_95} of one run's record."""
+    return {**record.sync(), "t_opt": record.summary.get("sync_t_opt"),
             "iterations": record.summary.get("iterations"),
             **{f"tta_{round(100 * level)}": record.time_to(level) for level in LEVELS}}
 
@@ -118,16 +113,9 @@ def draw(rows, out_dir, recipe):
     tta_ax.legend(fontsize=8, loc="upper left")
     lines = curves(runs_dir)
     for ax, net in zip(acc_axes[0], NETWORKS):
-        for i, ov in enumerate(OVERLAYS):
-            for j, points in enumerate(lines.get((net, ov), [])):
-                ax.plot([t for t, _ in points], [a for _, a in points], color=f"C{i}", alpha=0.7, lw=1,
-                        label=NAMES[ov] if j == 0 else None)
-        ax.axhline(0.95, color="k", lw=0.5, ls=":")
-        ax.set(xlabel="wall time since training began (s)", ylabel="test accuracy", ylim=(0.5, 1.0),
-               title=f"{net} network: every run")
-        ax.grid(alpha=0.3)
-        if ax.lines:
-            ax.legend(fontsize=8, loc="lower right")
+        every_run(ax, [(NAMES[ov], lines.get((net, ov), [])) for ov in OVERLAYS], 0.95,
+                  f"{net} network: every run")
+        ax.set_ylim(0.5, 1.0)
     fig.suptitle("5 DCs, one worker each, a 1 MB MLP on digits, SSGD", fontsize=10)
     fig.tight_layout()
     path = os.path.join(out_dir, "figure.png")

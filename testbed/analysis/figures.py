@@ -16,6 +16,7 @@ def links_figure(samples, events, t0, since):
     estimates against time since t0 (`since` names that moment), or None
     when no link was sampled."""
     import matplotlib.pyplot as plt
+
     from testbed.analysis.wan import link_series, probe_estimates
 
     series = link_series(samples)
@@ -65,3 +66,19 @@ def median_bars(ax, groups, series, bounds=None):
     ax.set_xticks(range(len(groups)))
     ax.set_xticklabels(groups)
     ax.set_ylim(0, None)
+
+
+def every_run(ax, series, level, title):
+    """Test accuracy against wall time of every run, a colour per series
+    (`series`: [(label, [[(t, accuracy)] of each run])]), with the target
+    `level` dotted."""
+    for i, (label, runs) in enumerate(series):
+        for j, points in enumerate(runs):
+            ax.plot([t for t, _ in points], [a for _, a in points], color=f"C{i}", alpha=0.7, lw=1,
+                    label=label if j == 0 else None)
+    ax.axhline(level, color="k", lw=0.5, ls=":")
+    ax.set(xlabel="wall time since training began (s)", ylabel="test accuracy", ylim=(0.3, 1.0),
+           title=title)
+    ax.grid(alpha=0.3)
+    if ax.lines:
+        ax.legend(fontsize=8, loc="lower right")

@@ -21,6 +21,7 @@ import csv
 import json
 import os
 import shutil
+import statistics
 from dataclasses import dataclass
 
 from testbed.analysis import report
@@ -47,6 +48,18 @@ class Record:
     def steady_steps(self):
         """The iterations after the first (which also opens the connections)."""
         return [s for s in self.steps if s["it"] > 0]
+
+    def sync(self):
+        """{sync, t_lb, over}: the medians over the steady iterations of the
+        slowest worker's sync counted from the last start, of `t_lb` of the
+        links as they were, and of each iteration's ratio of the two (None
+        where no iteration has both)."""
+        timed = [s for s in self.steady_steps() if s["from_last_start_s"] and s["t_lb_s"]]
+        if not timed:
+            return {"sync": None, "t_lb": None, "over": None}
+        return {"sync": statistics.median(s["from_last_start_s"] for s in timed),
+                "t_lb": statistics.median(s["t_lb_s"] for s in timed),
+                "over": statistics.median(s["from_last_start_s"] / s["t_lb_s"] for s in timed)}
 
 
 def evaluations(run):
