@@ -41,12 +41,13 @@ def links_figure(samples, events, t0, since):
     return fig
 
 
-def median_bars(ax, groups, series, bounds=None):
+def median_bars(ax, groups, series, bounds=None, log=False):
     """Grouped bars, one group per name in `groups` and one bar per series
     in each: `series` is [(label, [(min, median, max) or None per group])],
     drawn as the median with a min-max error bar.  `bounds`, parallel to
     `series` ([[bound or None per group]]), draws each bar's bound as a
-    black dash across it, with the bar's median over it written above."""
+    black dash across it, with the bar's median over it written above.
+    `log`: a logarithmic axis, for bars an order of magnitude apart."""
     width = 0.8 / max(1, len(series))
     for i, (label, values) in enumerate(series):
         offset = (i - (len(series) - 1) / 2) * width
@@ -65,7 +66,10 @@ def median_bars(ax, groups, series, bounds=None):
                             xytext=(0, 3), ha="center", fontsize=7)
     ax.set_xticks(range(len(groups)))
     ax.set_xticklabels(groups)
-    ax.set_ylim(0, None)
+    if log:
+        ax.set_yscale("log")
+    else:
+        ax.set_ylim(0, None)
 
 
 def every_run(ax, series, level, title):
