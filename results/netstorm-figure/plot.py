@@ -1,82 +1,102 @@
 """netstorm-figure: accuracy against wall time per system on the static
-and the dynamic WAN (top), time to 90% accuracy of NetStorm and its
-ablations (bottom left), and sync time per iteration against the WAN's
-lower bound when the model is large enough for bandwidth to dominate
-(bottom right).  table.csv has every run with its time to each accuracy
-level, its speedup over the star at that level and in sync time, and its
-sync time against the cut bound and against `t_lb` and `t_opt`
-(testbed/bounds: the best any overlay can do, and the best tree packing),
-all three from the links as configured at the start; on the dynamic WAN
-also against `t_lb` of the links as they were while each synchronization
-ran (`sync_over_t_lb_as_run`: the median of each iteration's own ratio)."""
+and the dynamic WAN (top, every run); the time to 85% accuracy of every
+system and of NetStorm's ablations (bottom left, 85%) and their sync time per
+iteration against `t_lb` of the links as they were (bottom right), each
+the median over the seeds with min-max bars.
+
+draw() keeps each completed run's records (testbed/analysis/records.py)
+and computes table.csv from them alone (`table`).  Per run: the time to
+each accuracy by the shared rule (testbed/analysis/accuracy.py), and the
+median over its iterations after the first of the slowest worker's sync
+counted from the last start, and of that sync over `t_lb` of the links as
+they were while it ran.  Per setting: the median, min and max over runs;
+the speedup over the star is the median, min and max of the per-seed
+ratios of the star's time to this system's (the same seed draws the same
+shards, initial weights and link rates for every system)."""
 
 import os
 
-from testbed.analysis import report
-from testbed.analysis.stats import write_table
-from testbed.records.runfolder import RunFolder
+from testbed.analysis import records
+from testbed.analysis.figures import every_run, median_bars
+from testbed.analysis.stats import describe, ratio, write_table
 
-SYSTEMS = ("mxnet", "mlnet", "tsengine", "netstorm")
-NAMES = {"mxnet": "MXNET (PS star)", "mlnet": "MLNET", "tsengine": "TSEngine",
-         "netstorm": "NetStorm"}
-ABLATIONS = {"netstorm": "NetStorm", "netstorm-r1": "R = 1", "netstorm-r3": "R = 3",
-             "netstorm-single-path": "one path", "netstorm-frozen": "frozen"}
-NETWORKS = ("static", "dynamic")        # trained to accuracy; "bandwidth": a large synthetic model
-LEVELS = (0.85, 0.90, 0.95)
-COLUMNS = ("network", "system", "status", "iterations", "wall_time_s", "final_accuracy",
-           "sync_time_s", "sync_bound_s", "sync_over_bound", "sync_t_lb_s", "sync_t_opt_s",
-           "sync_over_t_lb", "sync_t_lb_as_run_s", "sync_over_t_lb_as_run",
-           *(f"tta_{round(level * 100)}_s" for level in LEVELS),
-           *(f"speedup_{round(level * 100)}" for level in LEVELS), "sync_speedup")
-
-
-def curve(run):
-    """[(seconds since training began, accuracy)] of a run's evaluations."""
-    if not run:
-        return []
-    events, _, _ = report.load(RunFolder(run))
-    t0 = report.run_start(events) or 0.0
-    evals = sorted((e for evs in events.values() for e in evs if e["ev"] == "eval"),
-                   key=lambda e: e["t"])
-    return [(e["t"] - t0, e["accuracy"]) for e in evals]
+SYSTEMS = ("mxnet", "mxnet-widest", "mlnet", "tsengine", "netstorm")
+ABLATIONS = ("netstorm-r1", "netstorm-single-path", "netstorm-frozen")
+NAMES = {"mxnet": "MXNET (PS star)", "mxnet-widest": "PS star, widest-path routes",
+         "mlnet": "MLNET", "tsengine": "TSEngine", "netstorm": "NetStorm",
+         "netstorm-r1": "NetStorm, R = 1",
+         "netstorm-single-path": "NetStorm, one path", "netstorm-frozen": "NetStorm, frozen"}
+NETWORKS = ("static", "dynamic")
+LEVELS = (0.80, 0.85)
+COLUMNS = ("network", "system", "runs", "failed", "iterations_median",
+           *(f"tta_{round(100 * level)}_{stat}" for level in LEVELS
+             for stat in ("median_s", "min_s", "max_s", "reached")),
+           *(f"speedup_{round(100 * level)}_{stat}" for level in LEVELS for stat in ("median", "min", "max")),
+           "sync_median_s", "sync_min_s", "sync_max_s", "t_lb_s", "t_opt_s",
+           "sync_over_t_lb_median", "sync_over_t_lb_min", "sync_over_t_lb_max")
 
 
-def time_to(points, level):
-    return next((t for t, acc in points if acc >= level), None)
+def split(setting):
+    """(network, system, seed) of a setting: its variant is NETWORK-SYSTEM."""
+    network, _, system = setting["variant"]["name"].partition("-")
+    return network, system, setting.get("seed", setting.get("experiment.seed", 0))
 
 
-def split_label(variant):
-    network, _, system = variant.partition("-")
-    return network, system
+def run_numbers(record):
+    out = {**record.sync(), "iterations": record.summary.get("iterations"),
+           "t_opt": record.summary.get("sync_t_opt")}
+    for level in LEVELS:
+        out[f"tta_{round(100 * level)}"] = record.time_to(level)
+    return out
 
 
-def summarize(rows):
-    table, curves = [], {}
-    for r in rows:
-        network, system = split_label(r["variant"]["name"])
-        points = curve(r.get("run"))
-        curves[(network, system)] = points
-        row = {"network": network, "system": system, "status": r.get("status"),
-               "iterations": r.get("iterations"), "wall_time_s": r.get("wall_time"),
-               "final_accuracy": r.get("final_accuracy"), "sync_time_s": r.get("sync_time"),
-               "sync_bound_s": r.get("sync_bound"), "sync_over_bound": r.get("sync_over_bound"),
-               "sync_t_lb_s": r.get("sync_t_lb"), "sync_t_opt_s": r.get("sync_t_opt"),
-               "sync_over_t_lb": r.get("sync_over_t_lb"), "sync_t_lb_as_run_s": r.get("sync_t_lb_as_run"),
-               "sync_over_t_lb_as_run": r.get("sync_over_t_lb_as_run")}
-        for level in LEVELS:
-            row[f"tta_{round(level * 100)}_s"] = time_to(points, level)
-        table.append(row)
-    for row in table:
-        star = next((t for t in table if t["network"] == row["network"] and t["system"] == "mxnet"),
-                    None)
-        for level in LEVELS:
-            key = f"tta_{round(level * 100)}_s"
-            mine, base = row[key], star[key] if star else None
-            # > 1: this system reaches the accuracy that many times sooner than the star.
-            row[f"speedup_{round(level * 100)}"] = base / mine if mine and base else None
-        base = star["sync_time_s"] if star else None
-        row["sync_speedup"] = base / row["sync_time_s"] if base and row["sync_time_s"] else None
-    return table, curves
+def table(runs_dir):
+    """One row per network and system (COLUMNS), from the records alone."""
+    kept, failed = records.load(runs_dir)
+    numbers = {}
+    for r in kept:
+        network, system, seed = split(r.setting)
+        numbers.setdefault((network, system), {})[seed] = run_numbers(r)
+    out = []
+    for network in NETWORKS:
+        for system in (*SYSTEMS, *ABLATIONS):
+            mine = numbers.get((network, system), {})
+            lost = sum(1 for f in failed if split(f["setting"])[:2] == (network, system))
+            if not mine and not lost:
+                continue
+            runs = list(mine.values())
+            sync, over = describe([m["sync"] for m in runs]), describe([m["over"] for m in runs])
+            row = {"network": network, "system": system, "runs": len(runs), "failed": lost,
+                   "iterations_median": describe([m["iterations"] for m in runs])["median"],
+                   "sync_median_s": sync["median"], "sync_min_s": sync["min"], "sync_max_s": sync["max"],
+                   "t_lb_s": describe([m["t_lb"] for m in runs])["median"],
+                   "t_opt_s": describe([m["t_opt"] for m in runs])["median"],
+                   "sync_over_t_lb_median": over["median"], "sync_over_t_lb_min": over["min"],
+                   "sync_over_t_lb_max": over["max"]}
+            star = numbers.get((network, "mxnet"), {})
+            for level in LEVELS:
+                key = f"tta_{round(100 * level)}"
+                tta = describe([m[key] for m in runs])
+                row.update({f"{key}_median_s": tta["median"], f"{key}_min_s": tta["min"],
+                            f"{key}_max_s": tta["max"], f"{key}_reached": f"{tta['n']}/{len(runs)}"})
+                # > 1: this system reaches the level that many times sooner than the star.
+                paired = describe([ratio(star[s][key], m[key]) for s, m in mine.items()
+                                   if s in star and star[s][key] is not None and m[key]])
+                row.update({f"speedup_{round(100 * level)}_median": paired["median"],
+                            f"speedup_{round(100 * level)}_min": paired["min"],
+                            f"speedup_{round(100 * level)}_max": paired["max"]})
+            out.append(row)
+    return out
+
+
+def curves(runs_dir):
+    """{(network, system): [[(t, accuracy)] of each run]}."""
+    kept, _ = records.load(runs_dir)
+    out = {}
+    for r in kept:
+        network, system, _ = split(r.setting)
+        out.setdefault((network, system), []).append(r.evals)
+    return out
 
 
 def draw(rows, out_dir, recipe):
@@ -84,47 +104,35 @@ def draw(rows, out_dir, recipe):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    table, curves = summarize(rows)
+    runs_dir = os.path.join(out_dir, records.RUNS)
+    records.keep(rows, runs_dir)
+    got = table(runs_dir)
     csv_path = os.path.join(out_dir, "table.csv")
-    write_table(table, csv_path, COLUMNS)
-    fig, ((acc_static, acc_dynamic), (ablation, bandwidth)) = plt.subplots(2, 2, figsize=(12, 8))
-    for ax, network in ((acc_static, "static"), (acc_dynamic, "dynamic")):
-        for i, system in enumerate(SYSTEMS):
-            points = curves.get((network, system))
-            if points:
-                ax.plot([t for t, _ in points], [a for _, a in points], marker=".", color=f"C{i}",
-                        label=NAMES[system])
-        ax.set(xlabel="wall time (s)", ylabel="test accuracy", title=f"{network} network",
-               ylim=(0.5, 1.0))
-        ax.grid(alpha=0.3)
-        if ax.lines:
-            ax.legend(fontsize=8, loc="lower right")
-    done = [t for t in table if t["status"] == "completed"]
-    ablations = [t for t in done if t["system"].startswith("netstorm") and t["tta_90_s"]]
-    ablation.bar(range(len(ablations)), [t["tta_90_s"] for t in ablations],
-                 color=["C3" if t["system"] == "netstorm" else "C7" for t in ablations])
-    ablation.set_xticks(range(len(ablations)))
-    ablation.set_xticklabels([f"{t['network']}\n{ABLATIONS.get(t['system'], t['system'])}"
-                              for t in ablations], fontsize=8)
-    ablation.set(ylabel="time to 90% accuracy (s)", title="NetStorm and its ablations")
-    large = [t for t in done if t["network"] == "bandwidth" and t["sync_time_s"]]
-    bandwidth.bar(range(len(large)), [t["sync_time_s"] for t in large],
-                  color=[f"C{SYSTEMS.index(t['system'])}" if t["system"] in SYSTEMS else "C7"
-                         for t in large])
-    for x, t in enumerate(large):
-        if t["sync_t_lb_s"]:
-            bandwidth.hlines(t["sync_t_lb_s"], x - 0.4, x + 0.4, colors="k", linestyles="--")
-            bandwidth.annotate(f"{t['sync_over_t_lb']:.1f}x", (x, t["sync_time_s"]),
-                               textcoords="offset points", xytext=(0, 3), ha="center", fontsize=7)
-        if t["sync_bound_s"]:
-            bandwidth.hlines(t["sync_bound_s"], x - 0.4, x + 0.4, colors="k", linestyles=":")
-    bandwidth.set_xticks(range(len(large)))
-    bandwidth.set_xticklabels([ABLATIONS.get(t["system"], NAMES.get(t["system"], t["system"]))
-                               for t in large], fontsize=8)
-    bandwidth.set(ylabel="sync time per iteration (s)",
-                  title="1 MB synthetic model, static network\n(dashes: t_lb; dots: cut bound)")
-    fig.suptitle("NetStorm's 9-DC WAN scaled 25x down, 9 workers, MLP on digits, SSGD",
-                 fontsize=10)
+    write_table(got, csv_path, COLUMNS)
+
+    fig, (acc_axes, (tta_ax, sync_ax)) = plt.subplots(2, 2, figsize=(13, 9))
+    lines = curves(runs_dir)
+    for ax, network in zip(acc_axes, NETWORKS):
+        every_run(ax, [(NAMES[s], lines.get((network, s), [])) for s in SYSTEMS], 0.85,
+                  f"{network} network: every run")
+    shown = [s for s in (*SYSTEMS, *ABLATIONS) if any(t["system"] == s for t in got)]
+
+    def cells(system, key):
+        rows_ = [next((t for t in got if t["network"] == n and t["system"] == system), None)
+                 for n in NETWORKS]
+        return [t and (t[f"{key}_min_s"], t[f"{key}_median_s"], t[f"{key}_max_s"]) for t in rows_], rows_
+
+    median_bars(tta_ax, NETWORKS, [(NAMES[s], cells(s, "tta_85")[0]) for s in shown], log=True)
+    tta_ax.set(ylabel="time to 85% test accuracy (s, log scale)",
+               title="time to 85% (median of runs, min-max)")
+    tta_ax.set_ylim(top=tta_ax.get_ylim()[1] * 8)       # room for the legend above the bars
+    tta_ax.legend(fontsize=7, loc="upper center", ncol=3)
+    median_bars(sync_ax, NETWORKS, [(NAMES[s], cells(s, "sync")[0]) for s in shown],
+                bounds=[[t and t["t_lb_s"] for t in cells(s, "sync")[1]] for s in shown], log=True)
+    sync_ax.set(ylabel="sync time per iteration (s, log scale)",
+                title="sync from the last start (median, min-max);\ndashes: t_lb of the links as they were")
+    fig.suptitle("NetStorm's 9-DC WAN scaled 25x down, no added delay; a 0.95 MB MLP on digits, "
+                 "37.5 ms steps, 9 workers, SSGD", fontsize=10)
     fig.tight_layout()
     path = os.path.join(out_dir, "figure.png")
     fig.savefig(path, dpi=110)
