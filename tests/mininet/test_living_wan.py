@@ -12,7 +12,7 @@ import time
 import pytest
 
 from agents.events import read_events
-from tests.mininet.helpers import ROOT, cli_argv
+from tests.mininet.helpers import ROOT, cli_argv, interruptible
 from tests.stalls import Run, judge
 
 pytestmark = pytest.mark.mininet
@@ -142,6 +142,7 @@ def test_a_console_session_and_an_injection_change_links_and_speeds(tmp_path):
     runs = tmp_path / "runs"
     pid, fd = pty.fork()
     if pid == 0:
+        interruptible()
         os.execvp(cli_argv()[0], cli_argv("run", path, "--runs", str(runs), "--console"))
     try:
         started = read_until(fd, "testbed> ", 60)

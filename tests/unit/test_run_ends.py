@@ -21,12 +21,22 @@ def spec():
     return topology("quickstart")
 
 
+@pytest.fixture
+def ctrl_c_live():
+    """Ctrl-C raising KeyboardInterrupt, as in a terminal, whatever this
+    process inherited (a job started in the background ignores SIGINT)."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
 def status_of(folder):
     with open(folder.file("status.json")) as f:
         return json.load(f)
 
 
-def test_a_ctrl_c_as_soon_as_the_folder_exists_closes_it_as_interrupted(tmp_path, spec, monkeypatch):
+def test_a_ctrl_c_as_soon_as_the_folder_exists_closes_it_as_interrupted(tmp_path, spec, monkeypatch,
+                                                                      ctrl_c_live):
     folders, said, disposition = [], [], []
 
     def interrupted_at_once(folder):
