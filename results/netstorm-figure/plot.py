@@ -89,16 +89,6 @@ def table(runs_dir):
     return out
 
 
-def curves(runs_dir):
-    """{(network, system): [[(t, accuracy)] of each run]}."""
-    kept, _ = records.load(runs_dir)
-    out = {}
-    for r in kept:
-        network, system, _ = split(r.setting)
-        out.setdefault((network, system), []).append(r.evals)
-    return out
-
-
 def draw(rows, out_dir, recipe):
     import matplotlib
     matplotlib.use("Agg")
@@ -111,7 +101,7 @@ def draw(rows, out_dir, recipe):
     write_table(got, csv_path, COLUMNS)
 
     fig, (acc_axes, (tta_ax, sync_ax)) = plt.subplots(2, 2, figsize=(13, 9))
-    lines = curves(runs_dir)
+    lines = records.evals_by(runs_dir, lambda s: split(s)[:2])
     for ax, network in zip(acc_axes, NETWORKS):
         every_run(ax, [(NAMES[s], lines.get((network, s), [])) for s in SYSTEMS], 0.85,
                   f"{network} network: every run")

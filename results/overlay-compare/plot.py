@@ -79,15 +79,6 @@ def table(runs_dir):
     return out
 
 
-def curves(runs_dir):
-    """{(network, overlay): [[(t, accuracy)] of each run]}."""
-    kept, _ = records.load(runs_dir)
-    out = {}
-    for r in kept:
-        out.setdefault((network_of(r.setting), overlay_of(r.setting)), []).append(r.evals)
-    return out
-
-
 def draw(rows, out_dir, recipe):
     import matplotlib
     matplotlib.use("Agg")
@@ -111,7 +102,7 @@ def draw(rows, out_dir, recipe):
                                            for t in ts]) for name, ts in series])
     tta_ax.set(ylabel="time to 95% test accuracy (s)", title="time to accuracy (median of runs, min-max)")
     tta_ax.legend(fontsize=8, loc="upper left")
-    lines = curves(runs_dir)
+    lines = records.evals_by(runs_dir, lambda s: (network_of(s), overlay_of(s)))
     for ax, net in zip(acc_axes[0], NETWORKS):
         every_run(ax, [(NAMES[ov], lines.get((net, ov), [])) for ov in OVERLAYS], 0.95,
                   f"{net} network: every run")

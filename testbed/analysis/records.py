@@ -143,3 +143,12 @@ def load(runs_dir):
     failed_path = os.path.join(runs_dir, "failed.json")
     failed = read_json(failed_path) if os.path.exists(failed_path) else []
     return records, failed
+
+
+def evals_by(runs_dir, key):
+    """{key(setting): [each run's evaluations, [(t, accuracy)]]} of the
+    records in runs_dir, for drawing every run's curve by group."""
+    out = {}
+    for r in load(runs_dir)[0]:
+        out.setdefault(key(r.setting), []).append(r.evals)
+    return out
