@@ -7,6 +7,7 @@ GOODPUT_SHARE: a full 1514-byte frame carries 1448 bytes of payload (TCP
 with timestamps at MTU 1500).
 """
 
+import contextlib
 import json
 import re
 import subprocess
@@ -174,3 +175,34 @@ def iperf3(net, src, dst, seconds=5.0, omit=1.0, interval=1.0, port=5201, starte
     intervals = [i["sum"]["bits_per_second"] for i in result["intervals"]
                  if not i["sum"]["omitted"] and i["sum"]["end"] <= seconds + interval / 2]
     return (b1 - b0) * 8 / (t1 - t0), intervals
+
+
+
+@contextlib.contextmanager
+def iperf3_flows(net, flows, seconds):
+    """Runs iperf3 TCP flows at once, each from src to dst on its own port
+    (the client on dst in reverse mode, as in iperf3()), for `seconds`;
+    yields while they run, and ends them on leaving.  `flows` is
+    [(src, dst, port)]."""
+    procs = []
+    try:
+        for src, _, port in flows:
+            procs.append(start_iperf_server(net, src, port))
+        for src, dst, port in flows:
+            procs.append(net.node(dst).popen(
+                ["iperf3", "-c", net.ip(src), "-p", str(port), "-R", "-t", str(seconds)],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        yield
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            if proc.stdout:
+                proc.stdout.close()
+
+
+def rx_bytes(net, host, dev):
+    """Bytes host's device `dev` has received so far, frames with their
+    Ethernet headers, as a shaper counts them."""
+    return int(run_in(net.node(host), ["cat", f"/sys/class/net/{dev}/statistics/rx_bytes"]))

@@ -3,7 +3,7 @@ well as what it sends, however many senders it has (the big-switch model
 of a cluster, where every host port has an ingress and an egress capacity)."""
 
 import re
-from concurrent.futures import ThreadPoolExecutor
+import time
 
 import pytest
 
@@ -34,13 +34,18 @@ def expected_goodput():
 
 
 def test_two_workers_sending_to_the_server_at_once_get_its_nic_rate_in_total_not_twice(cluster):
-    senders = (("a-w0", 5201), ("a-w1", 5202))
-    with ThreadPoolExecutor(len(senders)) as pool:
-        runs = [pool.submit(measure.iperf3, cluster, worker, "a-s0", seconds=5, port=port)
-                for worker, port in senders]
-        goodputs = [run.result()[0] for run in runs]
-    total = sum(goodputs)
-    assert abs(total / expected_goodput() - 1) <= 0.05, [round(g / 1e6, 2) for g in goodputs]
+    # The server's received frames over one window while both flows run:
+    # TCP's acknowledged-byte counts of two competing flows swing by a few
+    # percent with the out-of-order data of their losses, the wire does not.
+    server = next(h for h in cluster.plan.hosts if h.name == "a-s0")
+    flows = [("a-w0", "a-s0", 5201), ("a-w1", "a-s0", 5202)]
+    with measure.iperf3_flows(cluster, flows, seconds=8):
+        time.sleep(2)
+        b0, t0 = measure.rx_bytes(cluster, "a-s0", server.intf), time.monotonic()
+        time.sleep(5)
+        b1, t1 = measure.rx_bytes(cluster, "a-s0", server.intf), time.monotonic()
+    received = (b1 - b0) * 8 / (t1 - t0)
+    assert abs(received / LAN_RATE - 1) <= 0.02, received
 
 
 def test_one_worker_alone_gets_the_servers_whole_nic_rate(cluster):
