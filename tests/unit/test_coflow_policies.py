@@ -104,6 +104,9 @@ def test_beamer_variants_order_as_worked_out():
     # a1 0.5/4 is smallest, goes last, beta 1/8: a2 0.5 - 1/8 = 0.375, b1 1 - 4/8 = 0.5;
     # at out1 (5) b1 0.5/4 < a2 0.375/1: b1 last of the two.
     assert beamer_order(ordering="coflows") == ["a2", "b1", "a1"]
+    # (d) the next iteration's demand only: A = in0 3, out1 3 (a1's next iteration left out),
+    # B = out1 4; at out1 (7) B 1/4 < A 1/3, so B goes last; inside A as by default.
+    assert beamer_order(demand="next") == ["a2", "a1", "b1"]
 
 
 def test_sincronia_orders_the_same_stage_sets_without_stages():

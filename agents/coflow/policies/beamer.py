@@ -34,6 +34,7 @@ from agents.coflow.policies.base import OrderedPolicy, remaining_sizes, reorder_
 ORDERINGS = ("stages", "coflows")
 WITHIN = ("time", "demand")
 STAGE_WEIGHTS = ("one", "jobs")
+DEMANDS = ("remaining", "next")
 
 
 class _Job:
@@ -57,16 +58,21 @@ class Beamer(OrderedPolicy):
                "heaviest job", choices=WITHIN),
         Option("stage_weight", "one", "a stage's weight in BSSI: 1, or its number of jobs",
                choices=STAGE_WEIGHTS),
+        Option("demand", "remaining", "a job's demand in its stage's: all its remaining "
+               "iterations', or the next one's", choices=DEMANDS),
         reorder_option("events"),
     )
 
-    def __init__(self, ordering="stages", within="time", stage_weight="one", reorder="events"):
+    def __init__(self, ordering="stages", within="time", stage_weight="one", demand="remaining",
+                 reorder="events"):
         super().__init__(reorder)
         for value, allowed, what in ((ordering, ORDERINGS, "ordering"), (within, WITHIN, "within"),
-                                     (stage_weight, STAGE_WEIGHTS, "stage_weight")):
+                                     (stage_weight, STAGE_WEIGHTS, "stage_weight"),
+                                     (demand, DEMANDS, "demand")):
             if value not in allowed:
                 raise ValueError(f"beamer {what} must be one of {', '.join(allowed)}, not {value!r}")
         self.ordering, self.within, self.stage_weight = ordering, within, stage_weight
+        self.demand = demand
         self.jobs = {}
         self.fabric = None
 
@@ -100,10 +106,10 @@ class Beamer(OrderedPolicy):
         if job.per_iteration is None:
             job.per_iteration = fabric.demand(job.flows)
             job.bottleneck = float(np.max(job.per_iteration / fabric.capacity))
-        d = job.iterations_left * job.per_iteration
-        if job.coflow is not None:
-            d = d + fabric.demand(job.coflow.flows, remaining_sizes(job.coflow, remaining))
-        return d
+        if job.coflow is None:
+            return job.per_iteration if self.demand == "next" else job.iterations_left * job.per_iteration
+        in_flight = fabric.demand(job.coflow.flows, remaining_sizes(job.coflow, remaining))
+        return in_flight if self.demand == "next" else in_flight + job.iterations_left * job.per_iteration
 
     @staticmethod
     def _finish_time(job):
