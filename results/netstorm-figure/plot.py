@@ -18,7 +18,7 @@ import os
 
 from testbed.analysis import records
 from testbed.analysis.figures import every_run, median_bars
-from testbed.analysis.stats import describe, ratio, write_table
+from testbed.analysis.stats import describe, paired, write_table
 
 SYSTEMS = ("mxnet", "mxnet-widest", "mlnet", "tsengine", "netstorm")
 ABLATIONS = ("netstorm-r1", "netstorm-single-path", "netstorm-frozen")
@@ -53,10 +53,7 @@ def run_numbers(record):
 def table(runs_dir):
     """One row per network and system (COLUMNS), from the records alone."""
     kept, failed = records.load(runs_dir)
-    numbers = {}
-    for r in kept:
-        network, system, seed = split(r.setting)
-        numbers.setdefault((network, system), {})[seed] = run_numbers(r)
+    numbers = records.by_seed(kept, split, run_numbers)
     out = []
     for network in NETWORKS:
         for system in (*SYSTEMS, *ABLATIONS):
@@ -80,11 +77,9 @@ def table(runs_dir):
                 row.update({f"{key}_median_s": tta["median"], f"{key}_min_s": tta["min"],
                             f"{key}_max_s": tta["max"], f"{key}_reached": f"{tta['n']}/{len(runs)}"})
                 # > 1: this system reaches the level that many times sooner than the star.
-                paired = describe([ratio(star[s][key], m[key]) for s, m in mine.items()
-                                   if s in star and star[s][key] is not None and m[key]])
-                row.update({f"speedup_{round(100 * level)}_median": paired["median"],
-                            f"speedup_{round(100 * level)}_min": paired["min"],
-                            f"speedup_{round(100 * level)}_max": paired["max"]})
+                speedup = paired(star, mine, key)
+                row.update({f"speedup_{round(100 * level)}_{stat}": speedup[stat]
+                            for stat in ("median", "min", "max")})
             out.append(row)
     return out
 

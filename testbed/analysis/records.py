@@ -145,6 +145,16 @@ def load(runs_dir):
     return records, failed
 
 
+def by_seed(kept, split, numbers):
+    """{group: {seed: numbers(record)}} of records, where split(setting)
+    gives (*group, seed): each setting's runs keyed by the seed they drew."""
+    out = {}
+    for r in kept:
+        *group, seed = split(r.setting)
+        out.setdefault(tuple(group), {})[seed] = numbers(r)
+    return out
+
+
 def evals_by(runs_dir, key):
     """{key(setting): [each run's evaluations, [(t, accuracy)]]} of the
     records in runs_dir, for drawing every run's curve by group."""

@@ -41,6 +41,14 @@ def ratio(a, b):
     return a / b if a is not None and b else None
 
 
+def paired(numerators, denominators, key):
+    """describe() of the per-seed ratios numerators[seed][key] /
+    denominators[seed][key], over the seeds both have ({seed: numbers}):
+    a speedup taken between runs that met the same draws."""
+    return describe([ratio(numerators[seed][key], denominators[seed][key])
+                     for seed in numerators if seed in denominators])
+
+
 BOUND_COLUMNS = ("bound_s", "median_over_bound", "t_lb_s", "t_opt_s", "median_over_t_lb",
                  "t_lb_as_run_s", "median_over_t_lb_as_run")
 
