@@ -1,83 +1,91 @@
-"""nbsync-figure: accuracy against wall time of every sync scheme with
-static and with changing compute speeds (top), time to 85% and 90%
-accuracy (bottom left) and each worker's overlap ratio, the share of its
-synchronization time spent computing (bottom right).  table.csv: per run
-the times to each level, NBSync's speedup over the scheme at each level,
-the final accuracy (mean of the last three evaluations), and per worker
-the mean local steps per round and overlap ratio."""
+"""nbsync-figure: per scheme and sync-to-compute ratio, the time to 85%
+and 90% test accuracy (top left and middle, the median over the seeds
+with min-max bars) and NBSync's speedup over each scheme at 90%, paired
+per seed (top right, with the paper's 1.43-2.79x shaded); below, every
+run's accuracy against wall time, one panel per ratio.
+
+draw() keeps each completed run's records (testbed/analysis/records.py)
+and computes table.csv from them alone (`table`).  Per run: the time to
+each accuracy by the shared rule (testbed/analysis/accuracy.py: a running
+median of three evaluations, taken every second of wall time on a copy of
+the model rank 0 holds, crossing the level, interpolated).  Per setting:
+the median, min and max over runs; NBSync's speedup is the median, min
+and max of the per-seed ratios of this scheme's time to NBSync's (a seed
+draws the same shards and initial weights for every scheme).  A time
+that is not reached within the run is missing, and `reached` says how
+many runs reached it."""
 
 import os
-import statistics
 
-from testbed.analysis import report
-from testbed.analysis.stats import write_table
-from testbed.records.runfolder import RunFolder
+from testbed.analysis import records
+from testbed.analysis.figures import every_run, median_bars
+from testbed.analysis.stats import describe, paired, write_table
 
 SCHEMES = ("ssgd", "fedavg", "fedasync", "esync", "nbsync")
 NAMES = {"ssgd": "SSGD", "fedavg": "FedAvg", "fedasync": "FedAsync", "esync": "ESync",
          "nbsync": "NBSync"}
-SETTINGS = ("static", "changing")
+# The fastest worker's step (ms), in the order the sync grows against the
+# slowest worker's step (8x slower): a sync of the model takes half, two
+# or eight of its steps.
+STEPS_MS = (160, 40, 10)
 LEVELS = (0.85, 0.90)
-COLUMNS = ("speeds", "sync", "status", "rounds", "wall_time_s", "final_accuracy",
-           *(f"tta_{round(level * 100)}_s" for level in LEVELS),
-           *(f"nbsync_speedup_{round(level * 100)}" for level in LEVELS),
-           "mean_overlap", "steps_per_round", "overlap_per_worker")
+COLUMNS = ("fastest_step_ms", "slowest_step_ms", "scheme", "runs", "failed", "rounds_median",
+           *(f"tta_{round(100 * level)}_{stat}" for level in LEVELS
+             for stat in ("median_s", "min_s", "max_s", "reached")),
+           *(f"nbsync_speedup_{round(100 * level)}_{stat}" for level in LEVELS
+             for stat in ("median", "min", "max")),
+           "sync_median_s", "t_lb_s")
 
 
-def run_events(run):
-    events, _, _ = report.load(RunFolder(run))
-    return events, report.run_start(events) or 0.0
+def split(setting):
+    """(fastest step in ms, scheme, seed) of a setting: its variant is SCHEME-STEPms."""
+    scheme, _, step = setting["variant"]["name"].partition("-")
+    return int(step.removesuffix("ms")), scheme, setting.get("seed", 0)
 
 
-def curve(events, t0):
-    evals = sorted((e for evs in events.values() for e in evs if e["ev"] == "eval"),
-                   key=lambda e: e["t"])
-    return [(e["t"] - t0, e["accuracy"]) for e in evals]
+def label(step_ms):
+    return f"{step_ms} ms / {8 * step_ms} ms steps"
 
 
-def time_to(points, level):
-    return next((t for t, acc in points if acc >= level), None)
+def run_numbers(record):
+    """{rounds, sync, t_lb, tta_85, tta_90} of one run's record: sync is the
+    run's mean synchronization (its summary's, as each scheme times it)."""
+    out = {"rounds": record.summary.get("iterations"), "sync": record.summary.get("sync_time"),
+           "t_lb": record.summary.get("sync_t_lb")}
+    for level in LEVELS:
+        out[f"tta_{round(100 * level)}"] = record.time_to(level)
+    return out
 
 
-def per_worker(events, key):
-    """{worker: mean of `key` over its rounds}."""
-    out = {}
-    for agent, evs in events.items():
-        values = [e.get(key) or 0.0 for e in evs if e["ev"] == "iter"]
-        if values:
-            out[agent] = statistics.fmean(values)
-    return dict(sorted(out.items()))
-
-
-def summarize(rows):
-    table, curves, overlaps = [], {}, {}
-    for r in rows:
-        setting, sync = ("changing" if r.get("dynamics") else "static"), r["variant"]["name"]
-        row = {"speeds": setting, "sync": sync, "status": r.get("status"),
-               "rounds": r.get("iterations"), "wall_time_s": r.get("wall_time")}
-        if r.get("run"):
-            events, t0 = run_events(r["run"])
-            points = curve(events, t0)
-            curves[(setting, sync)] = points
-            last = [a for _, a in points[-3:]]
-            row["final_accuracy"] = statistics.fmean(last) if last else None
+def table(runs_dir):
+    """One row per step time and scheme (COLUMNS), from the records alone."""
+    kept, failed = records.load(runs_dir)
+    numbers = records.by_seed(kept, split, run_numbers)
+    out = []
+    for step in STEPS_MS:
+        nb = numbers.get((step, "nbsync"), {})
+        for scheme in SCHEMES:
+            mine = numbers.get((step, scheme), {})
+            lost = sum(1 for f in failed if split(f["setting"])[:2] == (step, scheme))
+            if not mine and not lost:
+                continue
+            runs = list(mine.values())
+            row = {"fastest_step_ms": step, "slowest_step_ms": 8 * step, "scheme": scheme,
+                   "runs": len(runs), "failed": lost,
+                   "rounds_median": describe([m["rounds"] for m in runs])["median"],
+                   "sync_median_s": describe([m["sync"] for m in runs])["median"],
+                   "t_lb_s": describe([m["t_lb"] for m in runs])["median"]}
             for level in LEVELS:
-                row[f"tta_{round(level * 100)}_s"] = time_to(points, level)
-            overlap = per_worker(events, "overlap")
-            overlaps[(setting, sync)] = overlap
-            row["mean_overlap"] = statistics.fmean(overlap.values()) if overlap else None
-            row["steps_per_round"] = " ".join(f"{w}:{s:.1f}"
-                                              for w, s in per_worker(events, "steps").items())
-            row["overlap_per_worker"] = " ".join(f"{w}:{o:.2f}" for w, o in overlap.items())
-        table.append(row)
-    for row in table:
-        nb = next((t for t in table if t["speeds"] == row["speeds"] and t["sync"] == "nbsync"), None)
-        for level in LEVELS:
-            key = f"tta_{round(level * 100)}_s"
-            mine, theirs = (nb or {}).get(key), row.get(key)
-            # > 1: NBSync reaches the level that many times sooner than this scheme.
-            row[f"nbsync_speedup_{round(level * 100)}"] = theirs / mine if mine and theirs else None
-    return table, curves, overlaps
+                key = f"tta_{round(100 * level)}"
+                tta = describe([m[key] for m in runs])
+                row.update({f"{key}_median_s": tta["median"], f"{key}_min_s": tta["min"],
+                            f"{key}_max_s": tta["max"], f"{key}_reached": f"{tta['n']}/{len(runs)}"})
+                # > 1: NBSync reaches the level that many times sooner, same seed.
+                speedup = paired(mine, nb, key)
+                row.update({f"nbsync_speedup_{round(100 * level)}_{stat}": speedup[stat]
+                            for stat in ("median", "min", "max")})
+            out.append(row)
+    return out
 
 
 def draw(rows, out_dir, recipe):
@@ -85,51 +93,63 @@ def draw(rows, out_dir, recipe):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    table, curves, overlaps = summarize(rows)
+    runs_dir = os.path.join(out_dir, records.RUNS)
+    records.keep(rows, runs_dir)
+    got = table(runs_dir)
     csv_path = os.path.join(out_dir, "table.csv")
-    write_table(table, csv_path, COLUMNS)
-    fig, ((acc_static, acc_changing), (tta, overlap)) = plt.subplots(2, 2, figsize=(12, 8))
-    for ax, setting in ((acc_static, "static"), (acc_changing, "changing")):
-        for i, sync in enumerate(SCHEMES):
-            points = curves.get((setting, sync))
-            if points:
-                ax.plot([t for t, _ in points], [a for _, a in points], color=f"C{i}",
-                        label=NAMES[sync], linewidth=1.2)
-        ax.set(xlabel="wall time (s)", ylabel="test accuracy", ylim=(0.3, 1.0),
-               title=f"{setting} compute speeds" + (" (all change at 40 s)" if setting == "changing"
-                                                    else ""))
-        ax.grid(alpha=0.3)
-        if ax.lines:
-            ax.legend(fontsize=8, loc="lower right")
-    width = 0.8 / (len(SETTINGS) * len(LEVELS))
-    for j, (setting, level) in enumerate((s, lv) for s in SETTINGS for lv in LEVELS):
-        key = f"tta_{round(level * 100)}_s"
-        xs, ys = [], []
-        for i, sync in enumerate(SCHEMES):
-            row = next((t for t in table if t["speeds"] == setting and t["sync"] == sync), None)
-            if row and row.get(key):
-                xs.append(i + (j - 1.5) * width)
-                ys.append(row[key])
-        tta.bar(xs, ys, width, label=f"{setting}, {round(level * 100)}%", color=f"C{j}")
-    tta.set_xticks(range(len(SCHEMES)))
-    tta.set_xticklabels([NAMES[s] for s in SCHEMES])
-    tta.set(ylabel="time to accuracy (s); missing: not reached", title="time to 85% and 90% accuracy")
-    tta.legend(fontsize=8)
-    static = overlaps.get(("static", "nbsync"), {})
-    names = list(static)
-    for k, sync in enumerate(("nbsync", "esync", "fedavg")):
-        values = overlaps.get(("static", sync), {})
-        overlap.bar([i + (k - 1) * 0.27 for i in range(len(names))],
-                    [values.get(w, 0.0) for w in names], 0.27, label=NAMES[sync],
-                    color=f"C{SCHEMES.index(sync)}")
-    overlap.set_xticks(range(len(names)))
-    overlap.set_xticklabels(names, rotation=45, fontsize=8)
-    overlap.set(ylabel="compute time during sync / sync time", ylim=(0, 1.05),
-                title="overlap ratio per worker (static speeds)")
-    overlap.legend(fontsize=8)
+    write_table(got, csv_path, COLUMNS)
+
+    def row(step, scheme):
+        return next((t for t in got if t["fastest_step_ms"] == step and t["scheme"] == scheme), None)
+
+    steps = [s for s in STEPS_MS if any(t["fastest_step_ms"] == s for t in got)]
+    fig, axes = plt.subplots(2, 3, figsize=(16, 9))
+    groups = [f"sync = {ratio_of(s)} slowest steps\n({label(s)})" for s in steps]
+    for ax, level in zip(axes[0][:2], LEVELS):
+        key = f"tta_{round(100 * level)}"
+        median_bars(ax, groups, [(NAMES[sc], [spread(row(s, sc), key) for s in steps]) for sc in SCHEMES])
+        ax.set(ylabel=f"time to {round(100 * level)}% test accuracy (s)",
+               title=f"time to {round(100 * level)}%: median, min-max; no bar: not reached")
+        ax.tick_params(axis="x", labelsize=8)
+    axes[0][0].legend(fontsize=8, loc="upper left")
+    speed = axes[0][2]
+    speed.axhspan(1.43, 2.79, color="0.85", label="paper: 1.43-2.79x")
+    speed.axhline(1, color="k", lw=0.8)
+    for i, sc in enumerate(s for s in SCHEMES if s != "nbsync"):
+        pts = [(j, row(s, sc)) for j, s in enumerate(steps)]
+        pts = [(j, t) for j, t in pts if t and t["nbsync_speedup_90_median"] is not None]
+        if pts:
+            speed.errorbar([j + (i - 1.5) * 0.06 for j, _ in pts],
+                           [t["nbsync_speedup_90_median"] for _, t in pts],
+                           yerr=[[t["nbsync_speedup_90_median"] - t["nbsync_speedup_90_min"] for _, t in pts],
+                                 [t["nbsync_speedup_90_max"] - t["nbsync_speedup_90_median"] for _, t in pts]],
+                           marker="o", capsize=3, color=f"C{i}", label=f"over {NAMES[sc]}")
+    speed.set_xticks(range(len(steps)))
+    speed.set_xticklabels([f"{ratio_of(s)}" for s in steps])
+    speed.set(xlabel="sync of the model / slowest worker's step", ylim=(0, None),
+              ylabel="scheme's time to 90% / NBSync's, per seed",
+              title="NBSync's speedup to 90%: median, min-max")
+    speed.legend(fontsize=8)
+    lines = records.evals_by(runs_dir, lambda s: split(s)[:2])
+    for ax, step in zip(axes[1], steps):
+        every_run(ax, [(NAMES[sc], lines.get((step, sc), [])) for sc in SCHEMES], 0.90,
+                  f"sync = {ratio_of(step)} slowest steps: every run")
+        ax.set_xlim(0, 125)
     fig.suptitle("4 DCs, 8 workers (speeds 1x-8x), 2-4 Mbit/s WAN, MLP on non-iid digits", fontsize=10)
     fig.tight_layout()
     path = os.path.join(out_dir, "figure.png")
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=100)
     plt.close(fig)
     return [path, csv_path]
+
+
+def spread(row, key):
+    """(min, median, max) of a time to accuracy in a table row, or None."""
+    return row and (row[f"{key}_min_s"], row[f"{key}_median_s"], row[f"{key}_max_s"])
+
+
+def ratio_of(step_ms):
+    """A synchronization of the model in the slowest worker's steps (8x the
+    fastest), as the recipe sets them: the sync is the same at every step
+    time (the same model on the same links), table.csv has it measured."""
+    return {160: "0.5", 40: "2", 10: "8"}[step_ms]

@@ -10,13 +10,13 @@ from testbed.analysis import records
 from testbed.analysis.stats import write_table
 from tests.recipe_plot import RESULTS, load_plot
 
-SEEDS = ("experiment.seed", "seed")       # the axes that repeat a setting
+SEEDS = ("experiment.seed", "seed", "search.seed", "dynamics_seed")   # the axes that repeat a setting
 KEPT = sorted(name for name in os.listdir(RESULTS)
               if os.path.isdir(os.path.join(RESULTS, name, records.RUNS)))
 
 
 def test_the_recipes_that_must_keep_records_do():
-    assert {"ddp-vs-overlays", "overlay-compare", "netstorm-figure"} <= set(KEPT)
+    assert {"ddp-vs-overlays", "overlay-compare", "netstorm-figure", "nbsync-figure"} <= set(KEPT)
 
 
 @pytest.mark.parametrize("recipe", KEPT)
