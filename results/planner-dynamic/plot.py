@@ -1,128 +1,83 @@
 """planner-dynamic: NetStorm against the planner's steered dispatch on
-NetStorm's 9-DC WAN redrawn every 10 s, each synchronization divided by t_lb
-of the links as they were while it ran (testbed/analysis/iterations.py), and the
-same steering against the planner's fixed plan on the static WAN.
+NetStorm's 9-DC WAN redrawn every 10 s, each synchronization divided by
+t_lb of the links as they were while it ran.  Left: each draw's median
+over its iterations, and the median over the draws with min-max bars,
+against the bound (1) and the goal (NetStorm's median over 1.3); right:
+every iteration of every draw as a distribution.
 
-A run's settings are read from its name, SETTING[-drawD-runR]-SYSTEM.  The
-verdict is taken over every iteration but the first of every draw and run
-of a system (`pooled`): one run's median moves by up to 0.4x t_lb on this
-WAN, and the pairs ran side by side, so the machine's drift meets both.
-The speed-up is the baseline's pooled median over the other system's
-(`speedups`); the goal line is 1.3x NetStorm's speed."""
+draw() keeps each completed run's records (testbed/analysis/records.py)
+and computes table.csv from them alone (`table`).  Per run: the median
+over its iterations after the first of the slowest worker's sync counted
+from the last start over `t_lb` of the links as they were
+(`Record.sync`).  Per system: the median, min and max of that over the
+draws; the speedup is the median, min and max of the per-draw ratios of
+NetStorm's to the planner's (both met the same rates on a draw), and the
+pooled columns take every iteration of every draw at once."""
 
 import os
-import re
 import statistics
 
-from testbed.analysis.iterations import per_iteration, steady_ratios
-from testbed.analysis.stats import write_table
-from testbed.sweeps.sweep import RecipeError
+from testbed.analysis import records
+from testbed.analysis.stats import describe, write_table
 
-SYSTEMS = ("netstorm", "fixed", "steered")
-COLORS = {"netstorm": "C3", "fixed": "C0", "steered": "C4"}
-NAMES = {"netstorm": "NetStorm", "fixed": "planner, fixed plan", "steered": "planner, steered dispatch"}
-BASELINE = {"dynamic": "netstorm", "static-10mb-quarter": "fixed"}
-SETTINGS = {"dynamic": "9-DC WAN redrawn every 10 s, 2.5 MB",
-            "static-10mb-quarter": "9-DC WAN static, \u00bc rate, 10 MB"}
+SYSTEMS = ("netstorm", "steered")
+COLORS = {"netstorm": "C3", "steered": "C4"}
+NAMES = {"netstorm": "NetStorm", "steered": "planner, steered dispatch"}
+BASELINE = "netstorm"
 GOAL = 1.3
-COLUMNS = ("setting", "draw", "run", "system", "status", "iterations", "sync_s", "t_lb_s", "sync_over_t_lb",
-           "speedup", "cpu_busy", "cpu_saturated", "cpu_stolen")
-NAME = re.compile(r"^(?P<setting>.+?)(-draw(?P<draw>\d+)-run(?P<run>\d+))?-(?P<system>[a-z]+)$")
+COLUMNS = ("draw", "system", "runs", "failed", "iterations", "sync_median_s", "t_lb_median_s",
+           "sync_over_t_lb_median", "sync_over_t_lb_min", "sync_over_t_lb_max",
+           "speedup_median", "speedup_min", "speedup_max", "pooled_sync_over_t_lb", "pooled_speedup")
 
 
-def parse(name):
-    """(setting, draw, run, system) of a variant's name; draw and run are
-    None for a setting with one run.  A name of another shape is the
-    recipe's error, said in one sentence by `testbed reproduce`."""
-    m = NAME.match(name)
-    if not m:
-        raise RecipeError(f"planner-dynamic: variant {name!r} is not named SETTING[-drawD-runR]-SYSTEM")
-    draw, run = m["draw"], m["run"]
-    return m["setting"], int(draw) if draw else None, int(run) if run else None, m["system"]
+def split(setting):
+    """(draw, system) of a setting."""
+    return setting.get("dynamics_seed", 0), setting["variant"]["name"]
 
 
-def median(values):
-    values = list(values)
-    return statistics.median(values) if values else None
+def ratios(record):
+    """Each steady iteration's sync counted from the last start over its t_lb."""
+    return [s["from_last_start_s"] / s["t_lb_s"] for s in record.steady_steps()
+            if s["from_last_start_s"] and s["t_lb_s"]]
 
 
-def pooled(series):
-    """{(setting, system): (median sync / t_lb, iterations)} over every
-    iteration of every draw and run of a system."""
-    out = {}
-    for (setting, _, _, system), points in series.items():
-        out.setdefault((setting, system), []).extend(s / b for _, s, b in points)
-    return {k: (statistics.median(v), len(v)) for k, v in sorted(out.items()) if v}
-
-
-def speedups(pools):
-    """{(setting, system): the setting's baseline's pooled sync / t_lb over
-    this system's}: how many times faster it synchronizes."""
-    out = {}
-    for (setting, system), (ratio, _) in pools.items():
-        base = pools.get((setting, BASELINE.get(setting)))
-        if base and system != BASELINE.get(setting):
-            out[(setting, system)] = base[0] / ratio
-    return out
-
-
-def summarize(rows):
-    """(a table row per run, {(setting, draw, run, system): [(it, sync, t_lb)]})."""
-    table, series = [], {}
-    for r in rows:
-        key = parse(r["variant"]["name"])
-        setting, draw, run, system = key
-        row = {"setting": setting, "draw": draw, "run": run, "system": system, "status": r.get("status"),
-               "iterations": r.get("iterations"), "cpu_busy": r.get("cpu_busy"),
-               "cpu_saturated": r.get("cpu_saturated"), "cpu_stolen": r.get("cpu_stolen")}
-        if r.get("run") and r.get("model_bytes"):
-            steady = steady_ratios(per_iteration(r["run"], r["model_bytes"])[0])
-            series[key] = steady
-            row.update({"sync_s": median(s for _, s, _ in steady), "t_lb_s": median(b for _, _, b in steady),
-                        "sync_over_t_lb": median(s / b for _, s, b in steady)})
-        table.append(row)
-    return table, series
-
-
-def pooled_rows(series):
-    """The table's rows for each system over all its draws and runs."""
-    pools = pooled(series)
-    gains = speedups(pools)
-    return [{"setting": setting, "draw": "all", "run": "all", "system": system, "iterations": n,
-             "sync_over_t_lb": ratio, "speedup": gains.get((setting, system))}
-            for (setting, system), (ratio, n) in pools.items()]
-
-
-def bar_panel(ax, setting, table, pools):
-    """One setting's bars: each run's median, then every iteration pooled,
-    with the goal drawn over the pooled baseline where NetStorm is it."""
-    mine = [t for t in table + pools if t["setting"] == setting and t.get("sync_over_t_lb")]
-    runs = sorted({(t["draw"], t["run"]) for t in mine if t["draw"] != "all"}, key=str)
-    # A setting run once per system: its pooled bars are that run's.
-    groups = (runs if len(runs) > 1 else []) + [("all", "all")]
-    systems = [s for s in SYSTEMS if any(t["system"] == s for t in mine)]
-    width = 0.8 / max(len(systems), 1)
-    for i, system in enumerate(systems):
-        for x, group in enumerate(groups):
-            row = next((t for t in mine if (t["draw"], t["run"], t["system"]) == (*group, system)), None)
-            if not row:
+def table(runs_dir):
+    """A row per draw and system, then one per system over every draw."""
+    kept, failed = records.load(runs_dir)
+    runs = {split(r.setting): r for r in kept}
+    draws = sorted({d for d, _ in runs} | {split(f["setting"])[0] for f in failed})
+    out = []
+    for draw in draws:
+        for system in SYSTEMS:
+            r = runs.get((draw, system))
+            lost = sum(1 for f in failed if split(f["setting"]) == (draw, system))
+            if r is None and not lost:
                 continue
-            xpos = x + (i - (len(systems) - 1) / 2) * width
-            y = row["sync_over_t_lb"]
-            last = x == len(groups) - 1
-            ax.bar(xpos, y, width, color=COLORS[system], label=NAMES[system] if last else None)
-            gain = f"\n{row['speedup']:.2f}x" if row.get("speedup") else ""
-            ax.annotate(f"{y:.2f}{gain}", (xpos, y), textcoords="offset points", xytext=(0, 2), ha="center",
-                        fontsize=7)
-            if group == ("all", "all") and system == "netstorm" == BASELINE[setting]:
-                ax.hlines(y / GOAL, x - 0.45, x + 0.45, colors="k", linestyles="--", linewidth=0.8,
-                          label=f"{GOAL}x NetStorm's speed")
-    ax.set_xticks(range(len(groups)))
-    ax.set_xticklabels([("pooled" if runs[1:] else "one run each") if d == "all" else f"draw {d}\nrun {r}"
-                        for d, r in groups], fontsize=7)
-    ax.set(ylabel="sync time from the last start / t_lb (median)", title=SETTINGS.get(setting, setting))
-    if ax.patches:
-        ax.legend(fontsize=7, loc="lower left")
+            row = {"draw": draw, "system": system, "runs": int(r is not None), "failed": lost}
+            if r is not None:
+                sync = r.sync()
+                row.update({"iterations": len(ratios(r)), "sync_median_s": sync["sync"],
+                            "t_lb_median_s": sync["t_lb"], "sync_over_t_lb_median": sync["over"]})
+            out.append(row)
+    for system in SYSTEMS:
+        mine = {d: r for (d, s), r in runs.items() if s == system}
+        lost = sum(1 for f in failed if split(f["setting"])[1] == system)
+        if not mine and not lost:
+            continue
+        over = describe([r.sync()["over"] for r in mine.values()])
+        # > 1: the system synchronizes that many times faster than NetStorm on the same draw.
+        speedup = describe([runs[(d, BASELINE)].sync()["over"] / r.sync()["over"]
+                            for d, r in mine.items() if (d, BASELINE) in runs])
+        pooled = {s: statistics.median(x for (d, name), r in runs.items() if name == s for x in ratios(r))
+                  for s in (system, BASELINE) if any(name == s for _, name in runs)}
+        out.append({"draw": "all", "system": system, "runs": len(mine), "failed": lost,
+                    "iterations": sum(len(ratios(r)) for r in mine.values()),
+                    "sync_over_t_lb_median": over["median"], "sync_over_t_lb_min": over["min"],
+                    "sync_over_t_lb_max": over["max"], "speedup_median": speedup["median"],
+                    "speedup_min": speedup["min"], "speedup_max": speedup["max"],
+                    "pooled_sync_over_t_lb": pooled.get(system),
+                    "pooled_speedup": pooled[BASELINE] / pooled[system] if BASELINE in pooled else None})
+    return out
 
 
 def draw(rows, out_dir, recipe):
@@ -130,38 +85,59 @@ def draw(rows, out_dir, recipe):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    table, series = summarize(rows)
-    pools = pooled_rows(series)
+    runs_dir = os.path.join(out_dir, records.RUNS)
+    records.keep(rows, runs_dir)
+    got = table(runs_dir)
     csv_path = os.path.join(out_dir, "table.csv")
-    write_table(table + pools, csv_path, COLUMNS)
-    for p in pools:
-        gain = f", {p['speedup']:.2f}x {NAMES[BASELINE[p['setting']]]}'s speed" if p["speedup"] else ""
-        print(f"{SETTINGS.get(p['setting'], p['setting'])}: {NAMES[p['system']]} "
-              f"{p['sync_over_t_lb']:.2f}x t_lb over {p['iterations']} iterations{gain}")
+    write_table(got, csv_path, COLUMNS)
+    for t in got:
+        if t["draw"] == "all" and t["speedup_median"]:
+            print(f"{NAMES[t['system']]}: {t['sync_over_t_lb_median']:.2f}x t_lb (median of {t['runs']} draws), "
+                  f"{t['speedup_median']:.2f}x NetStorm's speed ({t['speedup_min']:.2f}-{t['speedup_max']:.2f})")
 
-    # A panel for each setting the sweep ran (`--quick` runs the redrawn WAN only), then the distribution.
-    settings = [s for s in SETTINGS if any(t["setting"] == s for t in table)]
-    widths = [3 if s == "dynamic" else 1 for s in settings] + [2]
-    fig, axes = plt.subplots(1, len(widths), figsize=(4 + 2 * sum(widths), 5),
-                             gridspec_kw={"width_ratios": widths})
-    for ax, setting in zip(axes, settings):
-        bar_panel(ax, setting, table, pools)
-    cdf = axes[-1]
+    fig, (bars, cdf) = plt.subplots(1, 2, figsize=(13, 5), gridspec_kw={"width_ratios": [3, 2]})
+    draws = sorted({t["draw"] for t in got if t["draw"] != "all"})
+    groups = [f"draw {d}" for d in draws] + ["median of draws\n(min-max)"]
+    width = 0.8 / len(SYSTEMS)
+    for i, system in enumerate(SYSTEMS):
+        x_off = (i - (len(SYSTEMS) - 1) / 2) * width
+        for x, d in enumerate(draws):
+            row = next((t for t in got if t["draw"] == d and t["system"] == system), None)
+            if row and row.get("sync_over_t_lb_median"):
+                bars.bar(x + x_off, row["sync_over_t_lb_median"], width, color=COLORS[system])
+        total = next((t for t in got if t["draw"] == "all" and t["system"] == system), None)
+        if total and total["sync_over_t_lb_median"]:
+            m = total["sync_over_t_lb_median"]
+            bars.bar(len(draws) + x_off, m, width, color=COLORS[system], label=NAMES[system],
+                     yerr=[[m - total["sync_over_t_lb_min"]], [total["sync_over_t_lb_max"] - m]], capsize=3)
+            if system == BASELINE:
+                bars.hlines(m / GOAL, len(draws) - 0.45, len(draws) + 0.45, colors="k", linestyles="--",
+                            lw=0.8, label=f"goal: {GOAL}x NetStorm's speed")
+            elif total["speedup_median"]:
+                bars.annotate(f"{total['speedup_median']:.2f}x", (len(draws) + x_off, total["sync_over_t_lb_max"]),
+                              textcoords="offset points", xytext=(0, 3), ha="center", fontsize=8)
+    bars.axhline(1, color="k", lw=1, label="t_lb (the bound)")
+    bars.set_xticks(range(len(groups)))
+    bars.set_xticklabels(groups, fontsize=8)
+    top = max((t.get("sync_over_t_lb_max") or t.get("sync_over_t_lb_median") or 0) for t in got)
+    bars.set(ylabel="sync time from the last start / t_lb (median over iterations)", ylim=(0, 1.4 * top),
+             title="9-DC WAN redrawn every 10 s, 2.5 MB, draws 3-5 (not used to tune the planner)")
+    bars.legend(fontsize=8, loc="upper left")
     for system in SYSTEMS:
-        ratios = sorted(s / b for (setting, _, _, sys_), points in series.items()
-                        if setting == "dynamic" and sys_ == system for _, s, b in points)
-        if ratios:
-            cdf.step(ratios, [(k + 1) / len(ratios) for k in range(len(ratios))], where="post",
-                     color=COLORS[system], label=f"{NAMES[system]} ({len(ratios)} iterations)")
+        xs = sorted(x for r in records.load(runs_dir)[0] if split(r.setting)[1] == system for x in ratios(r))
+        if xs:
+            cdf.step(xs, [(k + 1) / len(xs) for k in range(len(xs))], where="post", color=COLORS[system],
+                     label=f"{NAMES[system]} ({len(xs)} iterations)")
+    cdf.axvline(1, color="k", lw=1)
     cdf.set(xlabel="sync time / t_lb of its links", ylabel="fraction of iterations",
-            title="redrawn every 10 s: every iteration of every draw and run")
+            title="every iteration of every draw")
     cdf.grid(alpha=0.3)
     if cdf.lines:
         cdf.legend(fontsize=8, loc="lower right")
-    fig.suptitle("The planner's steered dispatch against NetStorm, SSGD, one server and one worker per DC "
-                 f"(goal: {GOAL}x NetStorm's speed)", fontsize=10)
+    fig.suptitle("The planner's steered dispatch against NetStorm, SSGD, one server and one worker per DC",
+                 fontsize=10)
     fig.tight_layout()
     path = os.path.join(out_dir, "figure.png")
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=100)
     plt.close(fig)
     return [path, csv_path]

@@ -1,11 +1,14 @@
-"""The planner-dynamic recipe's plot: names read back into settings, every
-iteration of a system pooled over its draws and runs, and the speed-up
-taken against each setting's own baseline, on hand-made numbers."""
+"""The planner-dynamic recipe's table from hand-made records: per draw each
+system's median over its steady iterations of sync over t_lb; per system
+the median and range over the draws, the speedup taken per draw against
+NetStorm on the same draw, and every iteration pooled."""
+
+import json
 
 import pytest
 
-from testbed.sweeps.sweep import RecipeError
 from tests.recipe_plot import load_plot
+from tests.unit.test_overlay_compare_plot import record
 
 
 @pytest.fixture(scope="module")
@@ -13,32 +16,43 @@ def plot():
     return load_plot("planner-dynamic")
 
 
-def test_a_variant_name_gives_its_setting_draw_run_and_system(plot):
-    assert plot.parse("dynamic-draw2-run1-steered") == ("dynamic", 2, 1, "steered")
-    assert plot.parse("static-10mb-quarter-fixed") == ("static-10mb-quarter", None, None, "fixed")
-    with pytest.raises(RecipeError, match="SETTING"):
-        plot.parse("Steered")
+def setting(draw, system):
+    return {"dynamics_seed": draw, "variant": {"name": system}}
 
 
-def test_pooling_takes_the_median_over_every_iteration_of_every_draw_and_run(plot):
-    series = {("dynamic", 0, 1, "netstorm"): [(1, 3.0, 1.0), (2, 8.0, 2.0)],      # 3, 4
-              ("dynamic", 1, 2, "netstorm"): [(1, 10.0, 2.0)],                     # 5
-              ("dynamic", 0, 1, "steered"): [(1, 2.0, 1.0), (2, 6.0, 2.0)],       # 2, 3
-              ("dynamic", 1, 2, "steered"): [(1, 2.5, 1.0), (2, 1.0, 1.0)],       # 2.5, 1
-              ("static-10mb-quarter", None, None, "fixed"): [(1, 1.5, 1.0)],
-              ("static-10mb-quarter", None, None, "steered"): [(1, 1.2, 1.0)]}
-    pools = plot.pooled(series)
-    assert pools == {("dynamic", "netstorm"): (4.0, 3), ("dynamic", "steered"): (2.25, 4),
-                     ("static-10mb-quarter", "fixed"): (1.5, 1),
-                     ("static-10mb-quarter", "steered"): (1.2, 1)}
-    # 4 / 2.25 against NetStorm; 1.5 / 1.2 against the fixed plan where the WAN holds still.
-    assert plot.speedups(pools) == {("dynamic", "steered"): pytest.approx(16 / 9),
-                                    ("static-10mb-quarter", "steered"): pytest.approx(1.25)}
-    rows = {(r["setting"], r["system"]): r for r in plot.pooled_rows(series)}
-    assert rows[("dynamic", "steered")]["speedup"] == pytest.approx(16 / 9)
-    assert rows[("dynamic", "netstorm")]["speedup"] is None
-    assert rows[("dynamic", "netstorm")]["iterations"] == 3
+def steps(*ratios):
+    """Iteration 0 (left out) then one iteration per ratio, t_lb 2 s."""
+    return [(0, 50, 50, 2.0)] + [(i + 1, 2 * r, 2 * r, 2.0) for i, r in enumerate(ratios)]
 
 
-def test_a_setting_without_its_baseline_has_no_speedup(plot):
-    assert plot.speedups({("dynamic", "steered"): (2.0, 9)}) == {}
+def test_the_speedup_is_taken_per_draw_and_every_iteration_is_pooled(plot, tmp_path):
+    # Per draw, the medians of NetStorm's and the planner's steady iterations.
+    record(tmp_path, "3_netstorm", setting(3, "netstorm"), steps(4, 4, 4), [])
+    record(tmp_path, "3_steered", setting(3, "steered"), steps(1, 2, 3), [])       # median 2: 2.0x
+    record(tmp_path, "4_netstorm", setting(4, "netstorm"), steps(3, 3, 3), [])
+    record(tmp_path, "4_steered", setting(4, "steered"), steps(1, 1, 1), [])       # 3.0x
+    record(tmp_path, "5_netstorm", setting(5, "netstorm"), steps(5, 6, 7), [])     # median 6
+    record(tmp_path, "5_steered", setting(5, "steered"), steps(5, 5, 5), [])       # 1.2x
+    (tmp_path / "failed.json").write_text(json.dumps([]))
+    got = {(t["draw"], t["system"]): t for t in plot.table(str(tmp_path))}
+    assert got[(3, "steered")]["sync_over_t_lb_median"] == 2.0
+    assert got[(3, "steered")]["iterations"] == 3 and got[(3, "steered")]["sync_median_s"] == 4.0
+    planner = got[("all", "steered")]
+    assert (planner["sync_over_t_lb_min"], planner["sync_over_t_lb_median"],
+            planner["sync_over_t_lb_max"]) == (1.0, 2.0, 5.0)
+    assert (planner["speedup_min"], planner["speedup_median"], planner["speedup_max"]) == \
+        (pytest.approx(1.2), pytest.approx(2.0), pytest.approx(3.0))
+    # Pooled: NetStorm's nine iterations 3,3,3,4,4,4,5,6,7 give 4; the planner's 1,1,1,1,2,3,5,5,5 give 2.
+    assert planner["pooled_sync_over_t_lb"] == 2.0 and planner["pooled_speedup"] == 2.0
+    assert got[("all", "netstorm")]["speedup_median"] == 1.0 and planner["iterations"] == 9
+
+
+def test_a_failed_run_is_counted_and_its_draw_gives_no_speedup(plot, tmp_path):
+    record(tmp_path, "3_netstorm", setting(3, "netstorm"), steps(4), [])
+    record(tmp_path, "3_steered", setting(3, "steered"), steps(2), [])
+    record(tmp_path, "4_steered", setting(4, "steered"), steps(1), [])
+    (tmp_path / "failed.json").write_text(json.dumps([{"label": "4_netstorm", "setting": setting(4, "netstorm")}]))
+    got = {(t["draw"], t["system"]): t for t in plot.table(str(tmp_path))}
+    assert got[(4, "netstorm")]["failed"] == 1 and got[(4, "netstorm")]["runs"] == 0
+    assert got[("all", "steered")]["speedup_median"] == 2.0            # draw 3 only
+    assert got[("all", "netstorm")]["failed"] == 1

@@ -16,7 +16,8 @@ KEPT = sorted(name for name in os.listdir(RESULTS)
 
 
 def test_the_recipes_that_must_keep_records_do():
-    assert {"ddp-vs-overlays", "overlay-compare", "netstorm-figure", "nbsync-figure"} <= set(KEPT)
+    assert {"ddp-vs-overlays", "overlay-compare", "netstorm-figure", "nbsync-figure",
+            "planner-dynamic"} <= set(KEPT)
 
 
 @pytest.mark.parametrize("recipe", KEPT)
