@@ -18,6 +18,7 @@ many runs reached it."""
 import os
 
 from testbed.analysis import records
+from testbed.analysis.accuracy import tta_columns
 from testbed.analysis.figures import every_run, median_bars
 from testbed.analysis.stats import describe, paired, write_table
 
@@ -50,11 +51,8 @@ def label(step_ms):
 def run_numbers(record):
     """{rounds, sync, t_lb, tta_85, tta_90} of one run's record: sync is the
     run's mean synchronization (its summary's, as each scheme times it)."""
-    out = {"rounds": record.summary.get("iterations"), "sync": record.summary.get("sync_time"),
-           "t_lb": record.summary.get("sync_t_lb")}
-    for level in LEVELS:
-        out[f"tta_{round(100 * level)}"] = record.time_to(level)
-    return out
+    return {"rounds": record.summary.get("iterations"), "sync": record.summary.get("sync_time"),
+            "t_lb": record.summary.get("sync_t_lb"), **record.times_to(LEVELS)}
 
 
 def table(runs_dir):
@@ -77,9 +75,7 @@ def table(runs_dir):
                    "t_lb_s": describe([m["t_lb"] for m in runs])["median"]}
             for level in LEVELS:
                 key = f"tta_{round(100 * level)}"
-                tta = describe([m[key] for m in runs])
-                row.update({f"{key}_median_s": tta["median"], f"{key}_min_s": tta["min"],
-                            f"{key}_max_s": tta["max"], f"{key}_reached": f"{tta['n']}/{len(runs)}"})
+                row.update(tta_columns(runs, key))
                 # > 1: NBSync reaches the level that many times sooner, same seed.
                 speedup = paired(mine, nb, key)
                 row.update({f"nbsync_speedup_{round(100 * level)}_{stat}": speedup[stat]

@@ -17,6 +17,7 @@ shards, initial weights and link rates for every system)."""
 import os
 
 from testbed.analysis import records
+from testbed.analysis.accuracy import tta_columns
 from testbed.analysis.figures import every_run, median_bars
 from testbed.analysis.stats import describe, paired, write_table
 
@@ -43,11 +44,8 @@ def split(setting):
 
 
 def run_numbers(record):
-    out = {**record.sync(), "iterations": record.summary.get("iterations"),
-           "t_opt": record.summary.get("sync_t_opt")}
-    for level in LEVELS:
-        out[f"tta_{round(100 * level)}"] = record.time_to(level)
-    return out
+    return {**record.sync(), "iterations": record.summary.get("iterations"),
+            "t_opt": record.summary.get("sync_t_opt"), **record.times_to(LEVELS)}
 
 
 def table(runs_dir):
@@ -73,9 +71,7 @@ def table(runs_dir):
             star = numbers.get((network, "mxnet"), {})
             for level in LEVELS:
                 key = f"tta_{round(100 * level)}"
-                tta = describe([m[key] for m in runs])
-                row.update({f"{key}_median_s": tta["median"], f"{key}_min_s": tta["min"],
-                            f"{key}_max_s": tta["max"], f"{key}_reached": f"{tta['n']}/{len(runs)}"})
+                row.update(tta_columns(runs, key))
                 # > 1: this system reaches the level that many times sooner than the star.
                 speedup = paired(star, mine, key)
                 row.update({f"speedup_{round(100 * level)}_{stat}": speedup[stat]

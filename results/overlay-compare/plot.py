@@ -16,6 +16,7 @@ over its runs."""
 import os
 
 from testbed.analysis import records
+from testbed.analysis.accuracy import tta_columns
 from testbed.analysis.figures import every_run, median_bars
 from testbed.analysis.stats import describe, ratio, write_table
 
@@ -43,7 +44,7 @@ def run_numbers(record):
     """{sync, t_lb, over, t_opt, iterations, tta_90, tta_95} of one run's record."""
     return {**record.sync(), "t_opt": record.summary.get("sync_t_opt"),
             "iterations": record.summary.get("iterations"),
-            **{f"tta_{round(100 * level)}": record.time_to(level) for level in LEVELS}}
+            **record.times_to(LEVELS)}
 
 
 def table(runs_dir):
@@ -68,9 +69,7 @@ def table(runs_dir):
                    "iterations_median": describe([m["iterations"] for m in mine])["median"]}
             for level in LEVELS:
                 key = f"tta_{round(100 * level)}"
-                tta = describe([m[key] for m in mine])
-                row.update({f"{key}_median_s": tta["median"], f"{key}_min_s": tta["min"],
-                            f"{key}_max_s": tta["max"], f"{key}_reached": f"{tta['n']}/{len(mine)}"})
+                row.update(tta_columns(mine, key))
             out.append(row)
     for row in out:
         ts = next((t for t in out if t["network"] == row["network"] and t["overlay"] == "tsengine"), None)

@@ -8,6 +8,8 @@ time to accuracy uses `time_to_accuracy`."""
 
 import statistics
 
+from testbed.analysis.stats import describe
+
 WINDOW = 3
 
 
@@ -39,3 +41,12 @@ def points_of(evaluations, start):
     time its model was taken (`at`, evaluations on wall time), or else the
     time it was logged."""
     return sorted((e.get("at", e["t"]) - start, e["accuracy"]) for e in evaluations)
+
+
+def tta_columns(runs, key):
+    """A table's columns for one level over a setting's runs ({key: seconds
+    or None} each): KEY_median_s, KEY_min_s and KEY_max_s over the runs
+    that reached it, and KEY_reached, how many of how many did."""
+    tta = describe([r[key] for r in runs])
+    return {f"{key}_median_s": tta["median"], f"{key}_min_s": tta["min"], f"{key}_max_s": tta["max"],
+            f"{key}_reached": f"{tta['n']}/{len(runs)}"}

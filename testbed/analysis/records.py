@@ -45,6 +45,10 @@ class Record:
         """Seconds to `target` accuracy by the shared rule (testbed/analysis/accuracy)."""
         return time_to_accuracy(self.evals, target)
 
+    def times_to(self, levels):
+        """{"tta_85": seconds to 85%, ...} for each accuracy level."""
+        return {f"tta_{round(100 * level)}": self.time_to(level) for level in levels}
+
     def steady_steps(self):
         """The iterations after the first (which also opens the connections)."""
         return [s for s in self.steps if s["it"] > 0]
