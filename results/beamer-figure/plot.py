@@ -1,185 +1,170 @@
-"""beamer-figure: fair sharing, FIFO-LM, Sincronia and Beamer on a
-successive-halving hyper-parameter search, on the emulated network (top
-row, from the sweep's runs) and in the fluid simulator at a scale the
-emulator cannot hold (bottom row, computed here, several seeds).  Per
-source: each policy's average stage completion time (SCT) over Beamer's,
-the CDF of SCTs, and the average SCT over its lower bound (no schedule
-beats the bound, so 1 would be optimal).
+"""beamer-figure: fair sharing, FIFO-LM, Sincronia, Beamer and Beamer's
+alternative stage orderings on successive-halving hyper-parameter
+searches, on the emulated network (from the sweep's runs) and in the
+fluid simulator at a scale the emulator cannot hold (computed here).
+Top: the average stage completion time (SCT) of each policy on the
+testbed and in the simulator against its lower bound (no schedule beats
+it), and each policy's average SCT over Beamer's, paired per seed, for
+the testbed, the simulator with the searches started together and the
+simulator with them started 30 s apart.  Bottom: the average SCT of each
+stage of a search.  Medians over the seeds with min-max bars.
 
-table.csv: one row per (source, seed, policy) with the average SCT, its
-ratio to Beamer's in the same source and seed, the average coflow
-completion time (CCT), the mean makespan of a search, the lower bound on
-the average SCT and the ratio to it.
-"""
+table.csv (the testbed) is computed from the runs' kept records alone
+(`table`); simulator.csv is the simulator's, computed by `simulated`.
+Both have one row per policy (COLUMNS): the median, min and max over the
+seeds of the average SCT and of its per-seed ratio to Beamer's, the
+median of the lower bound, of the average coflow completion time (CCT)
+and of a search's makespan, and the median average SCT of each stage
+(stage 1 is the first, run by every configuration)."""
 
 import os
 import statistics
 
 from agents.coflow.policies import make_policy
 from agents.coflow.search import SearchParams, SearchWorkload
-from testbed.analysis.stats import describe, write_table
+from testbed.analysis import records
+from testbed.analysis.figures import median_bars
+from testbed.analysis.stats import describe, paired, ratio, write_table
 from testbed.coflow.bounds import search_bounds
 from testbed.coflow.simulator import simulate
-from testbed.records.runfolder import RunFolder
 
-POLICIES = ("fair", "fifo-lm", "sincronia", "beamer")
-NAMES = {"fair": "fair", "fifo-lm": "FIFO-LM", "sincronia": "Sincronia", "beamer": "Beamer"}
+# Each policy: (registry name, options).  Beamer's alternatives rank its stages by their
+# number of jobs, by their jobs' next iteration only, or rank the coflows themselves.
+POLICIES = {"fair": ("fair", {}), "fifo-lm": ("fifo-lm", {}), "sincronia": ("sincronia", {}),
+            "beamer": ("beamer", {}), "beamer-jobs": ("beamer", {"stage_weight": "jobs"}),
+            "beamer-next": ("beamer", {"demand": "next"}),
+            "beamer-coflows": ("beamer", {"ordering": "coflows"})}
+NAMES = {"fair": "fair", "fifo-lm": "FIFO-LM", "sincronia": "Sincronia", "beamer": "Beamer",
+         "beamer-jobs": "Beamer, stages weighted by jobs", "beamer-next": "Beamer, next-iteration demand",
+         "beamer-coflows": "Beamer, coflows ranked directly"}
 BASE = "beamer"
-SOURCES = ("testbed", "simulator")
-COLUMNS = ("source", "seed", "policy", "avg_sct", "avg_sct_over_beamer", "avg_cct", "makespan",
-           "lower_bound", "avg_sct_over_bound")
+MAX_STAGES = 5
+COLUMNS = ("task_gap_s", "policy", "runs", "failed",
+           *(f"avg_sct_{stat}_s" for stat in ("median", "min", "max")),
+           *(f"over_beamer_{stat}" for stat in ("median", "min", "max")),
+           "lower_bound_s", "over_bound_median", "avg_cct_median_s", "makespan_median_s",
+           *(f"stage{k}_sct_median_s" for k in range(1, MAX_STAGES + 1)))
 
-# The simulated search: 8 concurrent searches of 16 configurations each (128 jobs at the
-# start), halving every stage (iterations 1, 2, 4, 8, 16), each job a PS and 4 workers on
-# distinct machines of 32.  Port capacity 1 per second is a 1 Gbit/s NIC, so a size unit is
-# 1 Gbit: fp32 models from the zoo (17-528 MB) times 8 / 1000.
+# The simulated searches: 8 start together (and, as a second setting, 30 s apart), each
+# with 16 configurations, halving every stage (iterations 1, 2, 4, 8, 16), each job a PS
+# and 4 workers on distinct machines of 32.  Port capacity 1 per second is a 1 Gbit/s
+# NIC, so a size unit is 1 Gbit: fp32 models from the zoo (17-528 MB) times 8 / 1000.
 SIM_SCALE = {"tasks": 8, "configs": 16, "eta": 2, "iterations": 1, "workers": 4, "machines": 32,
              "scale": 0.008, "compute": (0.5, 2.0)}
 SIM_SEEDS = (0, 1, 2, 3, 4)
-CDF_SEED = 0
+SIM_GAPS = (0.0, 30.0)
 
 
-# ---- pure: normalization, spread over seeds, CDF ----
-
-def normalize(table, base=BASE):
-    """Adds avg_sct_over_beamer (avg SCT / the base policy's, same source and
-    seed; None without it) and avg_sct_over_bound to each row, in place."""
-    base_sct = {(r["source"], r["seed"]): r["avg_sct"] for r in table if r["policy"] == base}
-    for r in table:
-        b = base_sct.get((r["source"], r["seed"]))
-        r["avg_sct_over_beamer"] = r["avg_sct"] / b if b and r["avg_sct"] is not None else None
-        bound = r.get("lower_bound")
-        r["avg_sct_over_bound"] = (r["avg_sct"] / bound
-                                   if bound and r["avg_sct"] is not None else None)
-    return table
+def stage_number(key):
+    """1 for the first stage of a search, from an SCT key 'TASK/sK' or (task, 'sK')."""
+    name = key[1] if isinstance(key, tuple) else str(key).rsplit("/", 1)[-1]
+    return int(name.lstrip("s")) + 1
 
 
-def spread(table, source, key):
-    """{policy: describe(key over the source's seeds)} for policies with a value."""
-    out = {}
+def run_numbers(search):
+    """{avg_sct, avg_cct, makespan, bound, stages: {k: mean SCT}} of one search summary."""
+    by_stage = {}
+    for key, sct in (search.get("sct") or {}).items():
+        by_stage.setdefault(stage_number(key), []).append(sct)
+    makespan = list((search.get("makespan") or {}).values())
+    return {"avg_sct": search.get("avg_sct"), "avg_cct": search.get("avg_cct"),
+            "makespan": statistics.fmean(makespan) if makespan else None,
+            "bound": (search.get("lower_bound") or {}).get("avg_sct"),
+            "stages": {k: statistics.fmean(v) for k, v in by_stage.items()}}
+
+
+def rows_of(numbers, lost, gap):
+    """One row per policy of {policy: {seed: run_numbers}} and {policy: failed runs}."""
+    out = []
+    base = numbers.get(BASE, {})
     for policy in POLICIES:
-        d = describe([r[key] for r in table if r["source"] == source and r["policy"] == policy])
-        if d["n"]:
-            out[policy] = d
+        mine = numbers.get(policy, {})
+        if not mine and not lost.get(policy):
+            continue
+        runs = list(mine.values())
+        sct = describe([m["avg_sct"] for m in runs])
+        # > 1: this policy's average SCT is that many times Beamer's on the same seed.
+        over = paired(mine, base, "avg_sct")
+        row = {"task_gap_s": gap, "policy": policy, "runs": len(runs), "failed": lost.get(policy, 0),
+               "avg_sct_median_s": sct["median"], "avg_sct_min_s": sct["min"], "avg_sct_max_s": sct["max"],
+               "over_beamer_median": over["median"], "over_beamer_min": over["min"],
+               "over_beamer_max": over["max"],
+               "lower_bound_s": describe([m["bound"] for m in runs])["median"],
+               "over_bound_median": describe([ratio(m["avg_sct"], m["bound"]) for m in runs])["median"],
+               "avg_cct_median_s": describe([m["avg_cct"] for m in runs])["median"],
+               "makespan_median_s": describe([m["makespan"] for m in runs])["median"]}
+        for k in range(1, MAX_STAGES + 1):
+            row[f"stage{k}_sct_median_s"] = describe([m["stages"].get(k) for m in runs])["median"]
+        out.append(row)
     return out
 
 
-def cdf(values):
-    """(sorted values, fraction of values <= each)."""
-    xs = sorted(values)
-    return xs, [(i + 1) / len(xs) for i in range(len(xs))]
+def split(setting):
+    """(policy, seed) of a sweep setting."""
+    return setting["variant"]["name"], setting.get("search.seed", 0)
 
 
-def _mean(values):
-    values = list(values)
-    return statistics.fmean(values) if values else None
+def table(runs_dir):
+    """The testbed's rows (COLUMNS), from the runs' records alone."""
+    kept, failed = records.load(runs_dir)
+    numbers = {policy: runs for (policy,), runs in
+               records.by_seed(kept, split, lambda r: run_numbers(r.summary["search"])).items()}
+    lost = {}
+    for f in failed:
+        policy = split(f["setting"])[0]
+        lost[policy] = lost.get(policy, 0) + 1
+    return rows_of(numbers, lost, 0.0)         # the recipe starts its searches together
 
 
-# ---- the simulator's part ----
-
-def simulate_search(params, policy):
-    """One search under one policy: (table row, [SCT of every stage])."""
+def simulate_one(params, policy):
+    """run_numbers of one simulated search under one policy of POLICIES."""
     workload = SearchWorkload(params)
     bound = search_bounds(workload)["avg_sct"]
-    result = simulate(make_policy(policy), workload.fabric, workload)
-    row = {"source": "simulator", "seed": params.seed, "policy": policy,
-           "avg_sct": result.avg_sct, "avg_cct": result.avg_cct,
-           "makespan": _mean(result.makespan.values()), "lower_bound": bound}
-    return row, list(result.sct.values())
+    name, options = POLICIES[policy]
+    result = simulate(make_policy(name, **options), workload.fabric, workload)
+    return {"avg_sct": result.avg_sct, "avg_cct": result.avg_cct, "bound": bound,
+            "makespan": statistics.fmean(result.makespan.values()),
+            "stages": {k: statistics.fmean(v) for k, v in _by_stage(result.sct).items()}}
 
 
-def simulator_part(scale=SIM_SCALE, seeds=SIM_SEEDS):
-    """(table rows, {policy: SCTs of the first seed}) of every policy and seed."""
-    table, scts = [], {}
-    for seed in seeds:
-        for policy in POLICIES:
-            row, sct = simulate_search(SearchParams(**scale, seed=seed), policy)
-            table.append(row)
-            if seed == seeds[0]:
-                scts[policy] = sct
-    return table, scts
+def _by_stage(sct):
+    out = {}
+    for key, value in sct.items():
+        out.setdefault(stage_number(key), []).append(value)
+    return out
 
 
-# ---- the testbed's part ----
-
-def _run_seed(row, folder):
-    if row.get("search.seed") is not None:
-        return row["search.seed"]
-    return ((folder.read_json("spec.json", {}).get("search") or {}).get("params") or {}).get("seed")
-
-
-def testbed_part(rows):
-    """(table rows, {policy: SCTs of every run}) of the runs that left a search summary."""
-    table, scts = [], {}
-    for r in rows:
-        if not r.get("run"):
-            continue
-        folder = RunFolder(r["run"])
-        search = folder.read_json("summary.json", {}).get("search")
-        if not search or search.get("avg_sct") is None:
-            continue
-        policy = search.get("policy") or r.get("search.policy")
-        table.append({"source": "testbed", "seed": _run_seed(r, folder), "policy": policy,
-                      "avg_sct": search["avg_sct"], "avg_cct": search.get("avg_cct"),
-                      "makespan": _mean((search.get("makespan") or {}).values()),
-                      "lower_bound": (search.get("lower_bound") or {}).get("avg_sct")})
-        scts.setdefault(policy, []).extend((search.get("sct") or {}).values())
-    return table, scts
+def simulated(scale=SIM_SCALE, seeds=SIM_SEEDS, gaps=SIM_GAPS):
+    """The simulator's rows (COLUMNS) for each gap between the searches' starts."""
+    out = []
+    for gap in gaps:
+        numbers = {p: {seed: simulate_one(SearchParams(**scale, task_gap=gap, seed=seed), p)
+                       for seed in seeds} for p in POLICIES}
+        out.extend(rows_of(numbers, {}, gap))
+    return out
 
 
-# ---- the figure ----
-
-def _bars(ax, stats, ylabel, title, line=None):
-    policies = [p for p in POLICIES if p in stats]
-    if not policies:
-        ax.text(0.5, 0.5, "no completed run", ha="center", va="center", transform=ax.transAxes)
-        ax.set(title=title)
-        return
-    means = [stats[p]["mean"] for p in policies]
-    err = [[m - stats[p]["min"] for p, m in zip(policies, means)],
-           [stats[p]["max"] - m for p, m in zip(policies, means)]]
-    ax.bar(range(len(policies)), means, yerr=err, capsize=4,
-           color=[f"C{POLICIES.index(p)}" for p in policies])
-    for x, m in enumerate(means):
-        ax.annotate(f"{m:.2f}", (x, m), textcoords="offset points", xytext=(8, 3), fontsize=8)
-    if line is not None:
-        ax.axhline(line, color="k", linestyle="--", linewidth=0.8)
-    ax.set_xticks(range(len(policies)))
-    ax.set_xticklabels([NAMES[p] for p in policies])
-    ax.set(ylabel=ylabel, title=title)
+def keep_records(rows, runs_dir):
+    # A search run has no iterations or evaluations: its summary is its record.
+    records.keep(rows, runs_dir, steps=lambda run, summary: [])
 
 
-def _cdfs(ax, scts, title):
-    for policy in POLICIES:
-        if scts.get(policy):
-            xs, ps = cdf(scts[policy])
-            ax.step(xs, ps, where="post", color=f"C{POLICIES.index(policy)}", label=NAMES[policy])
-    if ax.lines:
-        ax.legend(fontsize=8, loc="lower right")
-    else:
-        ax.text(0.5, 0.5, "no completed run", ha="center", va="center", transform=ax.transAxes)
-    ax.set(xlabel="stage completion time (s)", ylabel="fraction of stages", title=title)
+def _triple(rows, policy, key, unit=""):
+    """(min, median, max) of `key` in the policy's row, or None."""
+    row = next((t for t in rows if t["policy"] == policy), None)
+    return row and (row[f"{key}_min{unit}"], row[f"{key}_median{unit}"], row[f"{key}_max{unit}"])
+
+
+def _stages(ax, rows, title):
+    stages = [k for k in range(1, MAX_STAGES + 1) if any(t[f"stage{k}_sct_median_s"] for t in rows)]
+    for i, policy in enumerate(POLICIES):
+        row = next((t for t in rows if t["policy"] == policy), None)
+        if row:
+            ax.plot(stages, [row[f"stage{k}_sct_median_s"] for k in stages], marker="o", color=f"C{i}",
+                    label=NAMES[policy])
+    ax.set(xlabel="stage of a search", ylabel="average SCT (s), median of seeds", title=title)
+    ax.set_xticks(stages)
     ax.grid(alpha=0.3)
-
-
-def sim_setting(scale, seeds):
-    s = scale
-    return (f"simulator: {s['tasks']} searches x {s['configs']} configs, eta {s['eta']}, "
-            f"PS + {s['workers']} workers per job, {s['machines']} machines with 1 Gbit/s NICs, "
-            f"{len(seeds)} seeds")
-
-
-def testbed_setting(rows):
-    """The emulated search as its first run's spec.json says, or None without a run."""
-    for r in rows:
-        if r.get("run"):
-            spec = RunFolder(r["run"]).read_json("spec.json", {})
-            s, rate = (spec.get("search") or {}).get("params") or {}, (spec.get("lan") or {}).get("rate")
-            if s and rate:
-                return (f"testbed: {s.get('tasks')} searches x {s.get('configs')} configs, "
-                        f"eta {s.get('eta')}, PS + {s.get('workers')} workers per job, "
-                        f"{s.get('machines')} hosts with {rate / 1e6:g} Mbit/s NICs")
-    return None
 
 
 def draw(rows, out_dir, recipe, scale=SIM_SCALE, seeds=SIM_SEEDS):
@@ -187,25 +172,38 @@ def draw(rows, out_dir, recipe, scale=SIM_SCALE, seeds=SIM_SEEDS):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    sim_table, sim_scts = simulator_part(scale, seeds)
-    bed_table, bed_scts = testbed_part(rows)
-    table = normalize(bed_table + sim_table)
-    csv_path = os.path.join(out_dir, "table.csv")
-    write_table(table, csv_path, COLUMNS)
+    runs_dir = os.path.join(out_dir, records.RUNS)
+    keep_records(rows, runs_dir)
+    bed = table(runs_dir)
+    sim = simulated(scale, seeds)
+    csv_path, sim_path = os.path.join(out_dir, "table.csv"), os.path.join(out_dir, "simulator.csv")
+    write_table(bed, csv_path, COLUMNS)
+    write_table(sim, sim_path, COLUMNS)
+    together = [t for t in sim if t["task_gap_s"] == 0.0]
+    apart = [t for t in sim if t["task_gap_s"] != 0.0]
 
-    fig, axes = plt.subplots(2, 3, figsize=(15, 8))
-    cdf_titles = {"testbed": "SCT CDF, every run",
-                  "simulator": f"SCT CDF, seed {seeds[0]}"}
-    for (norm, dist, bound), source, scts in zip(axes, SOURCES, (bed_scts, sim_scts)):
-        _bars(norm, spread(table, source, "avg_sct_over_beamer"), "average SCT / Beamer's",
-              f"{source}: average SCT over Beamer's (min-max over seeds)", line=1.0)
-        _cdfs(dist, scts, f"{source}: {cdf_titles[source]}")
-        _bars(bound, spread(table, source, "avg_sct_over_bound"), "average SCT / lower bound",
-              f"{source}: distance from the lower bound", line=1.0)
-    settings = [t for t in (testbed_setting(rows), sim_setting(scale, seeds)) if t]
-    fig.suptitle("\n".join(["Coflow policies on successive-halving searches"] + settings), fontsize=9)
+    fig, ((bed_ax, sim_ax, over_ax), (bed_st, sim_st, apart_st)) = plt.subplots(2, 3, figsize=(17, 9))
+    for ax, got, title in ((bed_ax, bed, "testbed"), (sim_ax, together, "simulator, searches together")):
+        median_bars(ax, [title], [(NAMES[p], [_triple(got, p, "avg_sct", "_s")]) for p in POLICIES],
+                    bounds=[[next((t["lower_bound_s"] for t in got if t["policy"] == p), None)]
+                            for p in POLICIES])
+        ax.set(ylabel="average SCT (s)", title=f"{title}: average SCT; dashes: the lower bound")
+    over_ax.axhline(1, color="k", lw=0.8)
+    median_bars(over_ax, ["testbed", "simulator,\ntogether", "simulator,\n30 s apart"],
+                [(NAMES[p], [_triple(got, p, "over_beamer") for got in (bed, together, apart)])
+                 for p in POLICIES])
+    over_ax.set(ylabel="average SCT / Beamer's (per seed)", title="average SCT over Beamer's, same seed",
+                ylim=(0.6, 1.6))
+    over_ax.legend(fontsize=7, loc="upper center", ncol=2)
+    _stages(bed_st, bed, "testbed: average SCT by stage")
+    _stages(sim_st, together, "simulator, searches together: by stage")
+    _stages(apart_st, apart, "simulator, 30 s apart: by stage")
+    bed_st.legend(fontsize=7)
+    fig.suptitle("Coflow policies on successive-halving searches: "
+                 f"simulator {scale['tasks']} searches x {scale['configs']} configs on {scale['machines']} "
+                 f"machines, {len(seeds)} seeds", fontsize=9)
     fig.tight_layout()
     path = os.path.join(out_dir, "figure.png")
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=100)
     plt.close(fig)
-    return [path, csv_path]
+    return [path, csv_path, sim_path]
