@@ -177,7 +177,6 @@ def iperf3(net, src, dst, seconds=5.0, omit=1.0, interval=1.0, port=5201, starte
     return (b1 - b0) * 8 / (t1 - t0), intervals
 
 
-
 @contextlib.contextmanager
 def iperf3_flows(net, flows, seconds):
     """Runs iperf3 TCP flows at once, each from src to dst on its own port
