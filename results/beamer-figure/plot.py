@@ -24,7 +24,7 @@ from agents.coflow.policies import make_policy
 from agents.coflow.search import SearchParams, SearchWorkload
 from testbed.analysis import records
 from testbed.analysis.figures import median_bars
-from testbed.analysis.stats import describe, paired, ratio, write_table
+from testbed.analysis.stats import describe, paired, ratio, spread, write_table
 from testbed.coflow.bounds import search_bounds
 from testbed.coflow.simulator import simulate
 
@@ -82,13 +82,10 @@ def rows_of(numbers, lost, gap):
         if not mine and not lost.get(policy):
             continue
         runs = list(mine.values())
-        sct = describe([m["avg_sct"] for m in runs])
-        # > 1: this policy's average SCT is that many times Beamer's on the same seed.
-        over = paired(mine, base, "avg_sct")
         row = {"task_gap_s": gap, "policy": policy, "runs": len(runs), "failed": lost.get(policy, 0),
-               "avg_sct_median_s": sct["median"], "avg_sct_min_s": sct["min"], "avg_sct_max_s": sct["max"],
-               "over_beamer_median": over["median"], "over_beamer_min": over["min"],
-               "over_beamer_max": over["max"],
+               **spread("avg_sct", describe([m["avg_sct"] for m in runs]), "_s"),
+               # > 1: this policy's average SCT is that many times Beamer's on the same seed.
+               **spread("over_beamer", paired(mine, base, "avg_sct")),
                "lower_bound_s": describe([m["bound"] for m in runs])["median"],
                "over_bound_median": describe([ratio(m["avg_sct"], m["bound"]) for m in runs])["median"],
                "avg_cct_median_s": describe([m["avg_cct"] for m in runs])["median"],

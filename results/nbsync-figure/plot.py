@@ -20,7 +20,7 @@ import os
 from testbed.analysis import records
 from testbed.analysis.accuracy import tta_columns
 from testbed.analysis.figures import every_run, median_bars
-from testbed.analysis.stats import describe, paired, write_table
+from testbed.analysis.stats import describe, paired, spread, write_table
 
 SCHEMES = ("ssgd", "fedavg", "fedasync", "esync", "nbsync")
 NAMES = {"ssgd": "SSGD", "fedavg": "FedAvg", "fedasync": "FedAsync", "esync": "ESync",
@@ -77,9 +77,7 @@ def table(runs_dir):
                 key = f"tta_{round(100 * level)}"
                 row.update(tta_columns(runs, key))
                 # > 1: NBSync reaches the level that many times sooner, same seed.
-                speedup = paired(mine, nb, key)
-                row.update({f"nbsync_speedup_{round(100 * level)}_{stat}": speedup[stat]
-                            for stat in ("median", "min", "max")})
+                row.update(spread(f"nbsync_speedup_{round(100 * level)}", paired(mine, nb, key)))
             out.append(row)
     return out
 
@@ -103,7 +101,7 @@ def draw(rows, out_dir, recipe):
     groups = [f"sync = {ratio_of(s)} slowest steps\n({label(s)})" for s in steps]
     for ax, level in zip(axes[0][:2], LEVELS):
         key = f"tta_{round(100 * level)}"
-        median_bars(ax, groups, [(NAMES[sc], [spread(row(s, sc), key) for s in steps]) for sc in SCHEMES])
+        median_bars(ax, groups, [(NAMES[sc], [bar_of(row(s, sc), key) for s in steps]) for sc in SCHEMES])
         ax.set(ylabel=f"time to {round(100 * level)}% test accuracy (s)",
                title=f"time to {round(100 * level)}%: median, min-max; no bar: not reached")
         ax.tick_params(axis="x", labelsize=8)
@@ -139,7 +137,7 @@ def draw(rows, out_dir, recipe):
     return [path, csv_path]
 
 
-def spread(row, key):
+def bar_of(row, key):
     """(min, median, max) of a time to accuracy in a table row, or None."""
     return row and (row[f"{key}_min_s"], row[f"{key}_median_s"], row[f"{key}_max_s"])
 

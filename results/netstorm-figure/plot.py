@@ -19,7 +19,7 @@ import os
 from testbed.analysis import records
 from testbed.analysis.accuracy import tta_columns
 from testbed.analysis.figures import every_run, median_bars
-from testbed.analysis.stats import describe, paired, write_table
+from testbed.analysis.stats import describe, paired, spread, write_table
 
 SYSTEMS = ("mxnet", "mxnet-widest", "mlnet", "tsengine", "netstorm")
 ABLATIONS = ("netstorm-r1", "netstorm-single-path", "netstorm-frozen")
@@ -60,22 +60,18 @@ def table(runs_dir):
             if not mine and not lost:
                 continue
             runs = list(mine.values())
-            sync, over = describe([m["sync"] for m in runs]), describe([m["over"] for m in runs])
             row = {"network": network, "system": system, "runs": len(runs), "failed": lost,
                    "iterations_median": describe([m["iterations"] for m in runs])["median"],
-                   "sync_median_s": sync["median"], "sync_min_s": sync["min"], "sync_max_s": sync["max"],
+                   **spread("sync", describe([m["sync"] for m in runs]), "_s"),
                    "t_lb_s": describe([m["t_lb"] for m in runs])["median"],
                    "t_opt_s": describe([m["t_opt"] for m in runs])["median"],
-                   "sync_over_t_lb_median": over["median"], "sync_over_t_lb_min": over["min"],
-                   "sync_over_t_lb_max": over["max"]}
+                   **spread("sync_over_t_lb", describe([m["over"] for m in runs]))}
             star = numbers.get((network, "mxnet"), {})
             for level in LEVELS:
                 key = f"tta_{round(100 * level)}"
                 row.update(tta_columns(runs, key))
                 # > 1: this system reaches the level that many times sooner than the star.
-                speedup = paired(star, mine, key)
-                row.update({f"speedup_{round(100 * level)}_{stat}": speedup[stat]
-                            for stat in ("median", "min", "max")})
+                row.update(spread(f"speedup_{round(100 * level)}", paired(star, mine, key)))
             out.append(row)
     return out
 

@@ -18,7 +18,7 @@ import os
 from testbed.analysis import records
 from testbed.analysis.accuracy import tta_columns
 from testbed.analysis.figures import every_run, median_bars
-from testbed.analysis.stats import describe, ratio, write_table
+from testbed.analysis.stats import describe, ratio, spread, write_table
 
 OVERLAYS = ("ps", "mlnet", "tsengine", "tsengine-whole")
 NAMES = {"ps": "PS star", "mlnet": "MLNET (k=2)", "tsengine": "TSEngine (per tensor)",
@@ -59,13 +59,11 @@ def table(runs_dir):
                        if network_of(f["setting"]) == net and overlay_of(f["setting"]) == ov)
             if not mine and not lost:
                 continue
-            sync, over = describe([m["sync"] for m in mine]), describe([m["over"] for m in mine])
             row = {"network": net, "overlay": ov, "runs": len(mine), "failed": lost,
-                   "sync_median_s": sync["median"], "sync_min_s": sync["min"], "sync_max_s": sync["max"],
+                   **spread("sync", describe([m["sync"] for m in mine]), "_s"),
                    "t_lb_s": describe([m["t_lb"] for m in mine])["median"],
                    "t_opt_s": describe([m["t_opt"] for m in mine])["median"],
-                   "sync_over_t_lb_median": over["median"], "sync_over_t_lb_min": over["min"],
-                   "sync_over_t_lb_max": over["max"],
+                   **spread("sync_over_t_lb", describe([m["over"] for m in mine])),
                    "iterations_median": describe([m["iterations"] for m in mine])["median"]}
             for level in LEVELS:
                 key = f"tta_{round(100 * level)}"

@@ -18,7 +18,7 @@ import os
 import statistics
 
 from testbed.analysis import records
-from testbed.analysis.stats import describe, write_table
+from testbed.analysis.stats import describe, paired, spread, write_table
 
 SYSTEMS = ("netstorm", "steered")
 COLORS = {"netstorm": "C3", "steered": "C4"}
@@ -64,17 +64,15 @@ def table(runs_dir):
         lost = sum(1 for f in failed if split(f["setting"])[1] == system)
         if not mine and not lost:
             continue
-        over = describe([r.sync()["over"] for r in mine.values()])
-        # > 1: the system synchronizes that many times faster than NetStorm on the same draw.
-        speedup = describe([runs[(d, BASELINE)].sync()["over"] / r.sync()["over"]
-                            for d, r in mine.items() if (d, BASELINE) in runs])
+        overs = {d: {"over": r.sync()["over"]} for d, r in mine.items()}
+        base = {d: {"over": r.sync()["over"]} for (d, name), r in runs.items() if name == BASELINE}
         pooled = {s: statistics.median(x for (d, name), r in runs.items() if name == s for x in ratios(r))
                   for s in (system, BASELINE) if any(name == s for _, name in runs)}
         out.append({"draw": "all", "system": system, "runs": len(mine), "failed": lost,
                     "iterations": sum(len(ratios(r)) for r in mine.values()),
-                    "sync_over_t_lb_median": over["median"], "sync_over_t_lb_min": over["min"],
-                    "sync_over_t_lb_max": over["max"], "speedup_median": speedup["median"],
-                    "speedup_min": speedup["min"], "speedup_max": speedup["max"],
+                    **spread("sync_over_t_lb", describe([o["over"] for o in overs.values()])),
+                    # > 1: the system synchronizes that many times faster than NetStorm on the same draw.
+                    **spread("speedup", paired(base, overs, "over")),
                     "pooled_sync_over_t_lb": pooled.get(system),
                     "pooled_speedup": pooled[BASELINE] / pooled[system] if BASELINE in pooled else None})
     return out

@@ -8,7 +8,7 @@ time to accuracy uses `time_to_accuracy`."""
 
 import statistics
 
-from testbed.analysis.stats import describe
+from testbed.analysis.stats import describe, spread
 
 WINDOW = 3
 
@@ -48,5 +48,4 @@ def tta_columns(runs, key):
     or None} each): KEY_median_s, KEY_min_s and KEY_max_s over the runs
     that reached it, and KEY_reached, how many of how many did."""
     tta = describe([r[key] for r in runs])
-    return {f"{key}_median_s": tta["median"], f"{key}_min_s": tta["min"], f"{key}_max_s": tta["max"],
-            f"{key}_reached": f"{tta['n']}/{len(runs)}"}
+    return {**spread(key, tta, "_s"), f"{key}_reached": f"{tta['n']}/{len(runs)}"}

@@ -41,6 +41,12 @@ def ratio(a, b):
     return a / b if a is not None and b else None
 
 
+def spread(prefix, described, unit=""):
+    """A table's PREFIX_median, PREFIX_min and PREFIX_max columns (each
+    followed by `unit`) of a describe() result."""
+    return {f"{prefix}_{stat}{unit}": described[stat] for stat in ("median", "min", "max")}
+
+
 def paired(numerators, denominators, key):
     """describe() of the per-seed ratios numerators[seed][key] /
     denominators[seed][key], over the seeds both have ({seed: numbers}):
