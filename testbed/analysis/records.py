@@ -12,6 +12,8 @@ setting's label:
   iterations.csv   it, sync_s, from_last_start_s, t_lb_s: per iteration
                    the slowest worker's sync time, the same counted from
                    the last start, and t_lb of the links as they were
+  extra.json       what a recipe's own `extra(run, summary)` drew from
+                   the run folder beyond these (only where it gave any)
 
 and failed.json, the label and setting of each run that did not complete.
 A recipe whose runs are not timed by iterations (programs) passes its own
@@ -40,6 +42,7 @@ class Record:
     summary: dict
     evals: list            # [(t_s, accuracy)]
     steps: list            # [{it, sync_s, from_last_start_s, t_lb_s}]
+    extra: dict            # extra.json, {} where the recipe kept none
 
     def time_to(self, target):
         """Seconds to `target` accuracy by the shared rule (testbed/analysis/accuracy)."""
@@ -89,7 +92,7 @@ def write_csv(path, header, rows):
             w.writerow(["" if v is None else f"{v:.6f}" if isinstance(v, float) else v for v in row])
 
 
-def keep_one(run, setting, dest, steps=None):
+def keep_one(run, setting, dest, steps=None, extra=None):
     """runs/<label>/ of one completed run."""
     os.makedirs(dest, exist_ok=True)
     shutil.copy(os.path.join(run, "summary.json"), os.path.join(dest, "summary.json"))
@@ -100,18 +103,23 @@ def keep_one(run, setting, dest, steps=None):
     write_csv(os.path.join(dest, "iterations.csv"), STEP_COLUMNS, timed)
     write_csv(os.path.join(dest, "evals.csv"), ("t_s", "accuracy"),
               [] if summary.get("programs") else evaluations(run))
+    more = extra(run, summary) if extra else None
+    if more:
+        with open(os.path.join(dest, "extra.json"), "w") as f:
+            json.dump(more, f, indent=1, sort_keys=True)
 
 
-def keep(rows, runs_dir, steps=None):
+def keep(rows, runs_dir, steps=None, extra=None):
     """The records of every completed run of a sweep, replacing what was
     there; `steps(run, summary)` times a run's iterations when the workers'
-    events do not."""
+    events do not; `extra(run, summary)` gives a dict of anything else the
+    recipe's table needs from the run folder."""
     if os.path.isdir(runs_dir):
         shutil.rmtree(runs_dir)
     os.makedirs(runs_dir)
     for r in rows:
         if r.get("status") == "completed":
-            keep_one(r["run"], r["setting"], os.path.join(runs_dir, r["label"]), steps)
+            keep_one(r["run"], r["setting"], os.path.join(runs_dir, r["label"]), steps, extra)
     with open(os.path.join(runs_dir, "failed.json"), "w") as f:
         json.dump(sorted(({"label": r["label"], "setting": r["setting"]} for r in rows
                           if r.get("status") != "completed"), key=lambda f: f["label"]), f, indent=1)
@@ -139,11 +147,13 @@ def load(runs_dir):
         steps = read_csv(os.path.join(folder, "iterations.csv"))
         for s in steps:
             s["it"] = int(s["it"])
+        extra_path = os.path.join(folder, "extra.json")
         records.append(Record(label=label, setting=read_json(os.path.join(folder, "setting.json")),
                               summary=read_json(os.path.join(folder, "summary.json")),
                               evals=[(e["t_s"], e["accuracy"])
                                      for e in read_csv(os.path.join(folder, "evals.csv"))],
-                              steps=steps))
+                              steps=steps,
+                              extra=read_json(extra_path) if os.path.exists(extra_path) else {}))
     failed_path = os.path.join(runs_dir, "failed.json")
     failed = read_json(failed_path) if os.path.exists(failed_path) else []
     return records, failed
