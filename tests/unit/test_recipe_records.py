@@ -17,7 +17,7 @@ KEPT = sorted(name for name in os.listdir(RESULTS)
 
 def test_the_recipes_that_must_keep_records_do():
     assert {"ddp-vs-overlays", "overlay-compare", "netstorm-figure", "nbsync-figure",
-            "planner-dynamic", "beamer-figure"} <= set(KEPT)
+            "planner-dynamic", "planner-figure", "beamer-figure"} <= set(KEPT)
 
 
 @pytest.mark.parametrize("recipe", KEPT)

@@ -57,8 +57,8 @@ blocks of `dispatch_block` elements to slices while the iteration runs
 (`dispatcher`): with fixed windows of `dispatch_window` blocks, windows set
 as TCP Vegas sets a connection's (`vegas`), or windows steered by the
 rates the family's slices would have on the probes' latest trains
-(`steer`).  What each choice measured is in the recipes' READMEs
-(`results/planner-figure`, `results/planner-dynamic`).
+(`steer`).  What each choice measured is in `results/planner-dynamic`'s
+README and in the history of `results/planner-figure`'s.
 """
 
 from agents.overlay.base import DynamicOverlay
