@@ -92,6 +92,7 @@ def last_plan(run, summary):
 
 
 def run_numbers(record):
+    """What the table takes from one run's record."""
     sync = record.sync()
     plan = record.extra.get("planned_true_s")
     return {**sync, "plan_over": ratio(plan, sync["t_lb"]), "sync_over_plan": ratio(sync["sync"], plan),
