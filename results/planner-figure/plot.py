@@ -148,12 +148,11 @@ def summary_lines(got):
     return lines
 
 
-def panel(ax, network, got, runs_dir):
+def panel(ax, network, got, seeds):
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     rows = {t["system"]: t for t in got if t["network"] == network and t["sync_over_t_lb_median"]}
     systems = [s for s in SYSTEMS if s in rows]
-    seeds = records.by_seed(records.load(runs_dir)[0], split, lambda r: r.sync()["over"])
     for x, system in enumerate(systems):
         row = rows[system]
         m = row["sync_over_t_lb_median"]
@@ -197,8 +196,10 @@ def draw(rows, out_dir, recipe):
         print(line)
     networks = [n for n in NETWORKS if any(t["network"] == n for t in got)]
     fig, axes = plt.subplots(1, max(len(networks), 1), figsize=(5 * max(len(networks), 1), 4.8), squeeze=False)
+    # Each seed's run as a dot: sync over t_lb by (network, system) and seed.
+    seeds = records.by_seed(records.load(runs_dir)[0], split, lambda r: r.sync()["over"])
     for ax, network in zip(axes[0], networks):
-        panel(ax, network, got, runs_dir)
+        panel(ax, network, got, seeds)
     axes[0][0].set_ylabel("sync time from the last start / t_lb\n(median over iterations; bars: seeds' median, min-max)")
     handles = {}
     for ax in axes[0]:
