@@ -65,34 +65,55 @@ def start_iperf_server(net, host, port=5201):
 def acked_bytes(net, host, port):
     """Bytes the peer has acknowledged on host's busiest TCP connection with
     local port `port` (TCP's own count, from `ss -ti`)."""
+    return counters(net, host, port)[0]
+
+
+def counters(net, host, port):
+    """(bytes acked, bytes SACKed above them) of host's busiest connection on `port`."""
     out = run_in(net.node(host), ["ss", "-Htin", "state", "established", f"( sport = :{port} )"],
                  check=False)
-    return acked_by_port(out).get(port, 0)
+    return tcp_counters(out).get(port, (0, 0))
 
 
-def timed_acked_bytes(net, host, port):
-    """(acked_bytes, the time it was returned, seconds it took to read)."""
-    before = time.monotonic()
-    acked = acked_bytes(net, host, port)
-    after = time.monotonic()
-    return acked, after, after - before
+def timed_acked_bytes(net, host, port, settle_until=None):
+    """(acked_bytes, the time it was returned, seconds it took to read).
+
+    TCP's acknowledged count is in order: while a lost segment is repaired
+    it stands still, then jumps by everything that arrived meanwhile (up to
+    a window of data).  A window edge read then miscounts the window by
+    that much, so with `settle_until` the count is read again until no
+    SACKed data waits above it, or until that time."""
+    while True:
+        before = time.monotonic()
+        acked, sacked = counters(net, host, port)
+        after = time.monotonic()
+        if not sacked or settle_until is None or after >= settle_until:
+            return acked, after, after - before
+        time.sleep(0.01)
 
 
-def acked_by_port(ss_output):
-    """{local port: bytes acked} from `ss -Htin state established` output,
-    taking the busiest connection of each port (iperf3 also holds a control
-    connection on its port).  A connection's line carries its addresses;
-    the indented line after it, its counters."""
-    acked, port = {}, None
+def tcp_counters(ss_output):
+    """{local port: (bytes acked, segments SACKed)} from `ss -Htin state
+    established` output, taking the busiest connection of each port
+    (iperf3 also holds a control connection on its port).  A connection's
+    line carries its addresses; the indented line after it, its counters
+    (`sacked` only while something is)."""
+    found, port = {}, None
     for line in ss_output.splitlines():
         if line and not line[0].isspace():
             fields = line.split()
             port = int(fields[2].rsplit(":", 1)[1]) if len(fields) >= 4 else None
             continue
         m = re.search(r"bytes_acked:(\d+)", line)
-        if m and port is not None:
-            acked[port] = max(acked.get(port, 0), int(m.group(1)))
-    return acked
+        if m and port is not None and int(m.group(1)) >= found.get(port, (0, 0))[0]:
+            sacked = re.search(r"\bsacked:(\d+)", line)
+            found[port] = (int(m.group(1)), int(sacked.group(1)) if sacked else 0)
+    return found
+
+
+def acked_by_port(ss_output):
+    """{local port: bytes acked} (tcp_counters without the SACKed)."""
+    return {port: acked for port, (acked, _) in tcp_counters(ss_output).items()}
 
 
 def wan_frames(net):
@@ -140,20 +161,20 @@ def iperf3(net, src, dst, seconds=5.0, omit=1.0, interval=1.0, port=5201, starte
         # Each count's time is taken when `ss` has returned it: what it costs
         # to start ss (a large, varying share under a VM's software
         # emulation) falls before the count, not inside the window.
-        b0, t0, read_cost = timed_acked_bytes(net, src, port)
+        flow_end = started_at + omit + seconds + FLOW_TAIL
+        settle = omit + FLOW_START_TIMEOUT
+        b0, t0, read_cost = timed_acked_bytes(net, src, port, started_at + settle)
         # On a slow machine the connection may carry nothing yet after
         # `omit`: the window starts once it does (the flow lasts `omit`
         # longer than the window, so the window still ends inside it).
-        while b0 == 0 and t0 - started_at < omit + FLOW_START_TIMEOUT:
+        while b0 == 0 and t0 - started_at < settle:
             time.sleep(0.1)
-            b0, t0, read_cost = timed_acked_bytes(net, src, port)
+            b0, t0, read_cost = timed_acked_bytes(net, src, port, started_at + settle)
         # The window ends early enough that the last count, read as slowly
-        # as the first, is read before the flow ends; on the host that is
-        # `seconds` less 0.2 s.
-        flow_end = started_at + omit + seconds + FLOW_TAIL
+        # as the first (and waiting for a repair as long as the flow lasts),
+        # is read before the flow ends; on the host that is `seconds` less 0.2 s.
         time.sleep(max(0.5, min(seconds - 0.2, flow_end - 2 * read_cost - time.monotonic())))
-        b1 = acked_bytes(net, src, port)
-        t1 = time.monotonic()
+        b1, t1, _ = timed_acked_bytes(net, src, port, flow_end - 2 * read_cost)
         out, err = client.communicate(timeout=seconds + FLOW_TAIL + 30)
     finally:
         for proc in (client, server):
