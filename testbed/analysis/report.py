@@ -155,7 +155,7 @@ def summarize(folder):
         "link_changes": len(changes),
         "probe": probe_quality(events, spec, changes),
         "environment": folder.read_json("env.json", {}),
-        "cpu": cpu.load_summary(read_events(folder.cpu_samples), t0, last),
+        "cpu": cpu.busiest_machine(read_events(folder.cpu_samples), t0, last),
     }
     folder.write_json("summary.json", summary)
     return summary

@@ -136,24 +136,77 @@ def doctor():
     out.print("ready to emulate")
 
 
+span_cluster_option = click.option(
+    "--cluster", "cluster_address", default=None, metavar="ADDRESS",
+    help="spread the WAN over the machines of this Ray cluster (HEAD:6379, or auto) that offer "
+         "the 'testbed' resource, whole DCs per machine")
+place_option = click.option(
+    "--place", "pins", multiple=True, metavar="DC=MACHINE",
+    help="with --cluster: build this DC on this machine (its Ray address); repeatable, the "
+         "other DCs are placed to keep the heaviest links inside one machine")
+
+
+@contextlib.contextmanager
+def _spanning(address, pins, spec):
+    """(cluster, {dc: machine}) for a run or selftest over a cluster's
+    machines, or (None, None) without --cluster; the cluster's node
+    servers stop on leaving."""
+    if address is None:
+        if pins:
+            fail("--place needs --cluster")
+        yield None, None
+        return
+    from testbed.spanning import span
+    from testbed.spanning.machines import Cluster
+    from testbed.sweeps import cluster as sweeps_cluster
+    why = span.refusal(spec)
+    if why:
+        fail(why)
+    try:
+        cluster = Cluster(address)
+    except sweeps_cluster.AddressError as e:
+        fail(str(e))
+    except sweeps_cluster.ClusterError as e:
+        fail(str(e), EXIT_CANNOT)
+    tear_down_on_signals()      # ray.init put in a SIGTERM handler that exits without cleaning up
+    try:
+        try:
+            machine_of = span.layout(spec, cluster, pins)
+        except span.SpanError as e:
+            fail(str(e))
+        out.print(f"cluster {address}: " + "; ".join(
+            f"{m}: {', '.join(dc for dc, owner in machine_of.items() if owner == m) or '-'}"
+            for m in sorted(cluster.machines)))
+        yield cluster, machine_of
+    finally:
+        cluster.close()
+
+
 @click.command()
 @click.argument("file", type=click.Path(dir_okay=False), required=False)
 @backend_option
 @click.option("--seconds", default=5.0, show_default=True, help="length of each iperf3 run")
-def selftest(file, delay_backend, seconds):
+@span_cluster_option
+@place_option
+def selftest(file, delay_backend, seconds, cluster_address, pins):
     """Build a network (a 2-DC one, or FILE's) and check every WAN link's RTT
     and throughput against its configuration."""
     from testbed.emulation import capability
     from testbed.emulation import selftest as st
+    from testbed.emulation.network import NetworkError
 
     spec = load_spec(file) if file else None
     tear_down_on_signals()
     try:
         capability.require_network_capabilities()
-        with out.status("measuring") as status:
+        with _spanning(cluster_address, pins, spec or st.default_spec()) as (cluster, machine_of), \
+                out.status("measuring") as status:
             backend, results = st.run(spec, delay_backend, seconds,
-                                      progress=lambda text: status.update(f"measuring {text}"))
+                                      progress=lambda text: status.update(f"measuring {text}"),
+                                      cluster=cluster, machine_of=machine_of)
     except CapabilityError as e:
+        fail(str(e), EXIT_CANNOT)
+    except NetworkError as e:
         fail(str(e), EXIT_CANNOT)
     except KeyboardInterrupt:
         fail("interrupted; the network was removed", EXIT_CANNOT)
@@ -179,9 +232,13 @@ def selftest(file, delay_backend, seconds):
 @click.option("--set", "settings", multiple=True, metavar="PATH=VALUE",
               help="override one setting, e.g. --set experiment.lr=0.05 (repeatable; validated, "
                    "and recorded in the run folder)")
-def run(file, delay_backend, runs_root, with_console, with_ui, ui_port, settings):
+@span_cluster_option
+@place_option
+def run(file, delay_backend, runs_root, with_console, with_ui, ui_port, settings,
+        cluster_address, pins):
     """Build the network, run the experiment, report, tear down."""
     from testbed.analysis import report as reportmod
+    from testbed.emulation.network import NetworkError
     from testbed.run import runner
 
     spec = load_spec(file, settings)
@@ -204,17 +261,21 @@ def run(file, delay_backend, runs_root, with_console, with_ui, ui_port, settings
     show.last = 0.0
     restore = _save_terminal() if with_console else (lambda: None)
     try:
-        if live is not None:
-            live.start()
-        outcome = runner.run(spec, runs_root, delay_backend, show=show, say=click.echo,
-                             overrides=list(settings),
-                             on_folder=lambda f: click.echo(f"run folder: {f.path}"),
-                             console=_start_console if with_console else None,
-                             ui=_live_page(ui_port) if with_ui else None)
+        with _spanning(cluster_address, pins, spec) as (cluster, machine_of):
+            if live is not None:
+                live.start()
+            outcome = runner.run(spec, runs_root, delay_backend, show=show, say=click.echo,
+                                 overrides=list(settings),
+                                 on_folder=lambda f: click.echo(f"run folder: {f.path}"),
+                                 console=_start_console if with_console else None,
+                                 ui=_live_page(ui_port) if with_ui else None,
+                                 cluster=cluster, machine_of=machine_of)
     except CapabilityError as e:
         fail(str(e), EXIT_CANNOT)
     except runner.RunError as e:
         fail(str(e))
+    except NetworkError as e:
+        fail(str(e), EXIT_CANNOT)
     finally:
         if live is not None:
             live.stop()

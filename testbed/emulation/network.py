@@ -30,7 +30,7 @@ import threading
 import time
 from dataclasses import dataclass, replace
 
-from testbed.emulation import capability, shaping
+from testbed.emulation import capability, shaping, tunnels
 from testbed.emulation.delay import DelayError, make_backend
 from testbed.emulation.plan import make_plan
 from testbed.emulation.shield import signals_deferred
@@ -69,7 +69,10 @@ def wan_leaves(backend, dev, direction, verb="add"):
 
 
 def run_in(node, args, check=True):
-    """Run a command in a node's namespace; return its stdout."""
+    """Run a command in a node's namespace; return its stdout.  A node on
+    another machine (testbed.spanning) runs it there."""
+    if hasattr(node, "run_in"):
+        return node.run_in(args, check)
     r = subprocess.run(["mnexec", "-a", str(node.pid)] + [str(a) for a in args],
                        capture_output=True, text=True)
     if check and r.returncode != 0:
@@ -81,19 +84,19 @@ def run_in(node, args, check=True):
 class EmulatedNetwork:
     """A running emulated WAN: nodes by display name and live link changes."""
 
-    def __init__(self, spec, plan, net, backend, state, link_log=None):
+    def __init__(self, spec, plan, net, backend, state, link_log=None, share=None):
         self.spec = spec
         self.plan = plan
+        # The part of the network this machine builds, when one WAN spans
+        # several (testbed.emulation.share); None: all of it.
+        self.share = share
         self.net = net
         self.backend = backend
         self.state = state
         self.link_log = link_log
         self.started = time.monotonic()
         # (src_dc, dst_dc) -> Direction as currently configured
-        self.current = {}
-        for link in spec.wan:
-            self.current[(link.a, link.b)] = link.ab
-            self.current[(link.b, link.a)] = link.ba
+        self.current = configured_directions(spec)
         self._changing = threading.Lock()
         self._stopped = False
 
@@ -120,6 +123,8 @@ class EmulatedNetwork:
         the kernel's default unless the topology sets it (`tcp:`)."""
         found = {name: {} for name in TCP_FILES}
         for h in self.plan.hosts:
+            if self.share is not None and not self.share.local(h.dc):
+                continue
             values = run_in(self.net[h.node], ["cat", *TCP_FILES.values()]).split()
             for name, value in zip(TCP_FILES, values):
                 found[name].setdefault(value, []).append(h.name)
@@ -148,14 +153,8 @@ class EmulatedNetwork:
         the link stays as it was, and if an undo fails too, the record
         takes what the kernel then holds."""
         self.plan.link(a, b)  # raises KeyError for a pair without a link
-        pairs = [(a, b), (b, a)] if both else [(a, b)]
         with self._changing:
-            new = {}
-            for pair in pairs:
-                try:
-                    new[pair] = self.current[pair].changed(rate, delay, jitter, loss, up)
-                except ValueError as e:
-                    raise NetworkError(f"{a}-{b}: {e}") from None
+            new = changed_directions(self.current, a, b, both, rate, delay, jitter, loss, up)
             steps = [step for pair, direction in new.items()
                      for step in self._steps(pair, self.current[pair], direction)]
             try:
@@ -173,8 +172,11 @@ class EmulatedNetwork:
     def _steps(self, pair, old, new):
         """The steps that take one direction from `old` to `new`, each with
         its undo: the HTB class, the leaf queue, the delay line."""
-        node, dev, w, key = self.egress(*pair)
+        w = self.plan.link(*pair)
         steps = []
+        if self.share is not None and not self.share.shapes(w, pair[0]):
+            return self._delay_steps(pair, old, new, w)
+        node, dev, w, key = self.egress(*pair)
         if new.rate != old.rate:
             steps.append(Step(pair, old, new, {"rate"},
                               lambda: run_all(node, shaping.wan_change(dev, new.rate)),
@@ -186,22 +188,21 @@ class EmulatedNetwork:
             leaves = lambda d: wan_leaves(self.backend, dev, d, "change")[:2 if netem else 1]  # noqa: E731
             steps.append(Step(pair, old, new, fields,
                               lambda: run_all(node, leaves(new)), lambda: run_all(node, leaves(old))))
-        if (new.delay, new.jitter, new.effective_loss) != (old.delay, old.jitter, old.effective_loss):
-            steps.append(Step(pair, old, new, {"delay", "jitter", "loss", "up"},
-                              lambda: self.backend.set(w, key, new),
-                              lambda: self.backend.set(w, key, old), unsure=True))
-        return steps
+        return steps + self._delay_steps(pair, old, new, w)
+
+    def _delay_steps(self, pair, old, new, w):
+        """The delay line's step, where this machine runs the link's delay line."""
+        if self.share is not None and not self.share.delays(w):
+            return []
+        if (new.delay, new.jitter, new.effective_loss) == (old.delay, old.jitter, old.effective_loss):
+            return []
+        key = "ab" if pair == (w.a, w.b) else "ba"
+        return [Step(pair, old, new, {"delay", "jitter", "loss", "up"},
+                     lambda: self.backend.set(w, key, new),
+                     lambda: self.backend.set(w, key, old), unsure=True)]
 
     def _log_change(self, pair, d, source, complete=True):
-        if not self.link_log:
-            return
-        event = {"t": round(time.monotonic() - self.started, 6), "wall": time.time(),
-                 "src": pair[0], "dst": pair[1], "rate": d.rate, "delay": d.delay,
-                 "jitter": d.jitter, "loss": d.loss, "up": d.up, "queue": d.queue, "source": source}
-        if not complete:
-            event["incomplete"] = True      # a failed change the kernel kept part of
-        with open(self.link_log, "a") as f:
-            f.write(json.dumps(event) + "\n")
+        log_change(self.link_log, self.started, pair, d, source, complete)
 
     def shaper_counters(self, src, dst):
         """(rate in bit/s, bytes sent) of the src->dst shaper, as the kernel
@@ -261,6 +262,42 @@ class EmulatedNetwork:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+def configured_directions(spec):
+    """{(src_dc, dst_dc): Direction} of every WAN direction as topo.yaml sets it."""
+    current = {}
+    for link in spec.wan:
+        current[(link.a, link.b)] = link.ab
+        current[(link.b, link.a)] = link.ba
+    return current
+
+
+def changed_directions(current, a, b, both, rate, delay, jitter, loss, up):
+    """{(src, dst): the new Direction} of a change to link a-b (b->a too if
+    `both`) from the directions in `current`; NetworkError, before anything
+    is touched, for a value outside topo.yaml's bounds."""
+    new = {}
+    for pair in [(a, b), (b, a)] if both else [(a, b)]:
+        try:
+            new[pair] = current[pair].changed(rate, delay, jitter, loss, up)
+        except ValueError as e:
+            raise NetworkError(f"{a}-{b}: {e}") from None
+    return new
+
+
+def log_change(path, started, pair, d, source, complete=True):
+    """One line of links.jsonl (nothing without a path): a direction as a
+    change left it, `t` counted from `started` (monotonic)."""
+    if not path:
+        return
+    event = {"t": round(time.monotonic() - started, 6), "wall": time.time(),
+             "src": pair[0], "dst": pair[1], "rate": d.rate, "delay": d.delay,
+             "jitter": d.jitter, "loss": d.loss, "up": d.up, "queue": d.queue, "source": source}
+    if not complete:
+        event["incomplete"] = True      # a failed change the kernel kept part of
+    with open(path, "a") as f:
+        f.write(json.dumps(event) + "\n")
 
 
 def describe_exit(code):
@@ -341,12 +378,14 @@ def check_buildable(spec, delay_backend="auto"):
     return backend_name
 
 
-def build(spec, delay_backend="auto", link_log=None, run_dir=None, backend=None):
+def build(spec, delay_backend="auto", link_log=None, run_dir=None, backend=None, share=None):
     """Bring the Spec's network up; returns an EmulatedNetwork.  On any
     failure everything created so far is removed before the error rises.
     run_dir, the run folder if there is one, is recorded for `testbed clean`.
     backend, a delay backend object, is used instead of the one chosen by
-    name (benchmarks set a delay line's parameters, or leave it out)."""
+    name (benchmarks set a delay line's parameters, or leave it out).
+    share, a testbed.emulation.share.Share, builds only this machine's part
+    of a WAN that spans machines, its crossing links as VXLAN tunnels."""
     if backend is None:
         backend = make_backend(check_buildable(spec, delay_backend))
     else:
@@ -361,23 +400,26 @@ def build(spec, delay_backend="auto", link_log=None, run_dir=None, backend=None)
     state.set(spec=spec.source, name=spec.name, delay_backend=backend_name,
               run_dir=os.path.abspath(run_dir) if run_dir else None,
               bridges=[sw for _, sw in plan.switches], links=interface_names(plan))
-    emulated = EmulatedNetwork(spec, plan, None, backend, state, link_log)
+    emulated = EmulatedNetwork(spec, plan, None, backend, state, link_log, share)
     try:
-        emulated.net = _create(plan, state)
+        emulated.net = _create(plan, state, share)
+        if share is not None:
+            tunnels.open_all(emulated.net, plan, share)
         _configure(emulated)
-        backend.start(emulated.net, plan, spec, state)
+        backend.start(emulated.net, local_relays(plan, share), spec, state)
     except BaseException:
         emulated.stop()
         raise
     return emulated
 
 
-def _create(plan, state):
+def _create(plan, state, share=None):
     from mininet.link import Link
     from mininet.net import Mininet
     from mininet.node import Host
     from mininet.nodelib import LinuxBridge
 
+    here = (lambda dc: True) if share is None else share.local
     net = Mininet(switch=LinuxBridge, controller=None, build=False, autoSetMacs=False,
                   autoStaticArp=False)
     # A switch in a namespace of its own: each veth is created in its two
@@ -386,13 +428,13 @@ def _create(plan, state):
     # number in a name, and a run ID of letters only leaves the management
     # switch's name without one.
     switches = {dc: net.addSwitch(sw, cls=LinuxBridge, inNamespace=True, dpid=f"{k + 1:x}")
-                for k, (dc, sw) in enumerate(plan.switches)}
+                for k, (dc, sw) in enumerate(plan.switches) if here(dc)}
     if plan.management:
         switches[None] = net.addSwitch(plan.management.switch, cls=LinuxBridge, inNamespace=True,
                                        dpid=f"{len(plan.switches) + 1:x}")
-    hosts = {h.node: net.addHost(h.node, cls=Host, ip=None) for h in plan.hosts}
+    hosts = {h.node: net.addHost(h.node, cls=Host, ip=None) for h in plan.hosts if here(h.dc)}
     for w in plan.wan:
-        if w.relay:
+        if w.relay and here(w.a):
             hosts[w.relay] = net.addHost(w.relay, cls=Host, ip=None)
     # Record the namespaces the moment they exist: a runner killed from here
     # on leaves processes that `testbed clean` finds by namespace.
@@ -400,21 +442,31 @@ def _create(plan, state):
     state.note("pids", *[n.pid for n in nodes])
     state.pin({n.name: n.pid for n in nodes})
     for h in plan.hosts:
-        net.addLink(hosts[h.node], switches[h.dc], cls=Link, intfName1=h.intf,
-                    intfName2=h.switch_port)
+        if here(h.dc):
+            net.addLink(hosts[h.node], switches[h.dc], cls=Link, intfName1=h.intf,
+                        intfName2=h.switch_port)
     for p in plan.management.ports if plan.management else ():
         net.addLink(hosts[p.router], switches[None], cls=Link, intfName1=p.intf,
                     intfName2=p.switch_port)
     for w in plan.wan:
-        ra, rb = hosts[plan.router(w.a).node], hosts[plan.router(w.b).node]
-        if w.relay:
+        ra, rb = hosts.get(plan.router(w.a).node), hosts.get(plan.router(w.b).node)
+        # A link whose far end is on another machine gets its tunnel later.
+        if w.relay and ra:
             net.addLink(ra, hosts[w.relay], cls=Link, intfName1=w.intf_a, intfName2=w.relay_a)
-            net.addLink(hosts[w.relay], rb, cls=Link, intfName1=w.relay_b, intfName2=w.intf_b)
-        else:
+            if rb:
+                net.addLink(hosts[w.relay], rb, cls=Link, intfName1=w.relay_b, intfName2=w.intf_b)
+        elif ra and rb:
             net.addLink(ra, rb, cls=Link, intfName1=w.intf_a, intfName2=w.intf_b)
     net.build()
     net.start()
     return net
+
+
+def local_relays(plan, share):
+    """The plan as the delay backend sees it: the links whose delay line runs here."""
+    if share is None:
+        return plan
+    return replace(plan, wan=tuple(w for w in plan.wan if share.delays(w)))
 
 
 def interface_names(plan):
@@ -466,10 +518,13 @@ def _configure(emulated):
                 # shaper counts what crosses a real wire, and the relay copies
                 # frames as they are.
                 run_in(host, ["ethtool", "-K", intf.name] + OFFLOADS, check=False)
+    here = (lambda dc: True) if emulated.share is None else emulated.share.local
     lan_leaf = Direction(rate=spec.lan.rate, delay=spec.lan.delay,
                          queue=max(64 * shaping.FRAME_BYTES, int(spec.lan.rate / 8 * 0.002)))
     switch_of = dict(plan.switches)
     for h in plan.hosts:
+        if not here(h.dc):
+            continue
         node = net[h.node]
         run_in(node, ["ip", "addr", "add", f"{h.ip}/24", "dev", h.intf])
         run_in(node, ["ip", "link", "set", h.intf, "up"])
@@ -484,17 +539,21 @@ def _configure(emulated):
         link = spec.wan[w.index]
         for router_dc, dev, ip, direction in ((w.a, w.intf_a, w.ip_a, link.ab),
                                               (w.b, w.intf_b, w.ip_b, link.ba)):
+            if not here(router_dc):
+                continue
             node = net[plan.router(router_dc).node]
             run_in(node, ["ip", "addr", "add", f"{ip}/24", "dev", dev])
             run_in(node, ["ip", "link", "set", dev, "up"])
             for cmd in shaping.wan_setup(dev, direction.rate) + wan_leaves(backend, dev, direction):
                 run_in(node, cmd)
-        if w.relay:
+        if w.relay and here(w.a):
             relay = net[w.relay]
             for dev in (w.relay_a, w.relay_b):
                 run_in(relay, ["ip", "link", "set", dev, "up"])
     lan_ip = {h.node: h.ip for h in plan.hosts if h.role == "router"}
     for r in plan.routes:
+        if r.node not in lan_ip or not here(plan.host(r.node).dc):
+            continue
         # What a router sends itself (probes, the coordinator) leaves from its
         # LAN address, which every other router has a route to; the WAN
         # link's own address is known only to its two ends.

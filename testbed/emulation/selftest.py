@@ -94,8 +94,18 @@ def measure_links(net, seconds=5.0, progress=lambda text: None):
     return results
 
 
-def run(spec=None, delay_backend="auto", seconds=5.0, progress=lambda text: None):
-    """Build, measure, tear down; returns (backend name, [Result])."""
+def run(spec=None, delay_backend="auto", seconds=5.0, progress=lambda text: None,
+        cluster=None, machine_of=None):
+    """Build, measure, tear down; returns (backend name, [Result]).  With a
+    cluster (testbed.spanning), the network spans its machines, DC d on
+    machine_of[d], and each link is measured wherever its ends are."""
+    default = spec is None
     spec = spec or default_spec()
-    with network.build(spec, delay_backend=delay_backend) as net:
+    if cluster is None:
+        built = network.build(spec, delay_backend=delay_backend)
+    else:
+        from testbed.spanning import span
+        built = span.build(spec, cluster, machine_of, delay_backend,
+                           text=DEFAULT_TOPOLOGY if default else None)
+    with built as net:
         return net.backend.name, measure_links(net, seconds, progress)

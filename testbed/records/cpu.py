@@ -110,11 +110,31 @@ def load_summary(samples, t0=None, t1=None):
             "stolen": sum(stolen) / len(stolen) if stolen else None}
 
 
+def busiest_machine(samples, t0=None, t1=None):
+    """load_summary of the machine whose cores were busiest, where the
+    samples come from several machines (a WAN spanning machines: each
+    sample names its `machine`), with `machine` and `machines` (how many
+    there were); the plain load_summary where they come from one."""
+    by_machine = {}
+    for s in samples:
+        by_machine.setdefault(s.get("machine"), []).append(s)
+    if None in by_machine:
+        return load_summary(samples, t0, t1)
+    loads = {m: load_summary(rows, t0, t1) for m, rows in sorted(by_machine.items())}
+    loads = {m: load for m, load in loads.items() if load}
+    if not loads:
+        return None
+    machine = max(loads, key=lambda m: loads[m]["busy"])
+    return {**loads[machine], "machine": machine, "machines": len(loads)}
+
+
 def describe(load):
     """One line for a run's report."""
     if not load:
         return "-"
     cores = f"of {load['cores']} cores " if load.get("cores") else "of the cores "
+    if load.get("machine"):
+        cores += f"on {load['machine']}, the busiest of {load['machines']} machines, "
     line = (f"{load['busy'] * 100:.0f}% {cores}busy on average, "
             f"{load['saturated'] * 100:.0f}% of the seconds at {SATURATED * 100:.0f}% or more")
     if load["saturated"] >= WARN_SHARE:

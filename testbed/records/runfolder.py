@@ -9,7 +9,9 @@
       agents/NAME.json   each agent's config; NAME.jsonl its events; NAME.log its output
       links.jsonl        every live change of a WAN link
       link_samples.jsonl each WAN direction's configured rate and bytes sent, every second
-      cpu_samples.jsonl  the share of the machine's cores busy, every second
+      cpu_samples.jsonl  the share of the machine's cores busy, every second (every machine's, each
+                         line naming it, when the WAN spans machines)
+      clocks.json        when the WAN spans machines: each one's clock offset and its DCs
       summary.json, *.png   written by the report
 """
 

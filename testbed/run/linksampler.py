@@ -2,7 +2,8 @@
 and the bytes it has sent, both as the kernel reports them (`tc -s class
 show`), appended to the run folder's link_samples.jsonl.  The report turns
 them into throughput.  With `cpu_path`, it also appends how busy the
-machine's cores were over each interval (`testbed.records.cpu`)."""
+machine's cores were over each interval (`testbed.records.cpu`): every
+machine's, for a WAN that spans several."""
 
 import json
 import logging
@@ -50,9 +51,18 @@ class LinkSampler:
         with open(self.path, "a") as f:
             for r in records:
                 f.write(json.dumps(r) + "\n")
-        if self.cpu_path and self.cpu is None:
+        if not self.cpu_path:
+            return
+        if hasattr(self.net, "cpu_laps"):
+            # A WAN over several machines: each machine's cores, each line naming it.
+            laps = self.net.cpu_laps()
+            with open(self.cpu_path, "a") as f:
+                for machine, lap in laps.items():
+                    if lap is not None:
+                        f.write(json.dumps({"t": now, "machine": machine, **lap}) + "\n")
+        elif self.cpu is None:
             self.cpu = CpuMeter()
-        elif self.cpu_path:
+        else:
             with open(self.cpu_path, "a") as f:
                 f.write(json.dumps({"t": now, **self.cpu.lap(), "cores": os.cpu_count()}) + "\n")
 

@@ -31,6 +31,8 @@ from testbed.emulation.shield import signals_deferred
 from testbed.records.runfolder import RunFolder
 from testbed.run import control, dynamics, programs, provenance, runend, search
 from testbed.run.linksampler import LinkSampler
+from testbed.spanning import span
+from testbed.spanning.network import SpanningNetwork
 from testbed.spec.units import plural
 
 log = logging.getLogger(__name__)
@@ -248,6 +250,10 @@ def launch(net, configs, folder, launcher=None, env=None):
             requests.append({"name": cfg.name, "role": cfg.role, "config": path, "log": log_path,
                              "netns_pid": net.node(host).pid})
             continue
+        if isinstance(net, SpanningNetwork):
+            agents.append(Agent(cfg.name, cfg.role, launch_remote(net, cfg, host, path, log_path, env),
+                                log_path))
+            continue
         with open(log_path, "wb") as log:
             proc = net.node(host).popen(
                 [sys.executable, "-m", "agents", cfg.role, "--config", path],
@@ -260,6 +266,19 @@ def launch(net, configs, folder, launcher=None, env=None):
         net.state.note("pids", launcher.pid, *[p.pid for p in procs])
         agents = [Agent(r["name"], r["role"], p, r["log"]) for r, p in zip(requests, procs)]
     return agents
+
+
+def launch_remote(net, cfg, host, path, log_path, env):
+    """One agent on the machine of a spanning network that runs its host:
+    its config's times moved to that machine's clock, sent there if the
+    machine does not see the run folder, started by that machine's
+    interpreter with only what the agents need of the environment."""
+    if cfg.probe is not None:
+        cfg.probe.epoch += net.offset_of(host)
+        cfg.save(path)
+    keep = {k: v for k, v in (env or agent_env()).items() if k in ("PYTHONUNBUFFERED", "PYTHONPATH")}
+    return net.start(host, ["-m", "agents", cfg.role, "--config", path], env=keep, log=log_path,
+                     python=True, files=[path])
 
 
 def log_tail(path, lines=8):
@@ -479,7 +498,8 @@ def start_programs(spec, net, folder):
 
 
 def run(spec, runs_root, delay_backend="auto", show=print, say=print, on_folder=lambda folder: None,
-        console=None, agent_start="launcher", ui=None, overrides=(), source_text=None):
+        console=None, agent_start="launcher", ui=None, overrides=(), source_text=None,
+        cluster=None, machine_of=None):
     """Run the experiment of a Spec.  Returns an Outcome; the run folder is
     always left with its status, events, samples, summary and plots.  show() gets
     the progress line, say() messages; console(commands), if given, starts
@@ -490,13 +510,20 @@ def run(spec, runs_root, delay_backend="auto", show=print, say=print, on_folder=
     "popen" starts each as an interpreter of its own.  overrides: the
     --set PATH=VALUE texts the Spec was made with, recorded beside the
     file; source_text: the topology's text where it is not spec.source's
-    (an experiment built in Python)."""
+    (an experiment built in Python).  cluster, a
+    testbed.spanning.machines.Cluster, builds the network over its
+    machines, DC d on machine_of[d], each agent started where its host is."""
     if agent_start not in AGENT_STARTS:
         raise RunError(f"agent_start is {agent_start!r}, not one of {', '.join(AGENT_STARTS)}")
     if spec.experiment is None and spec.search is None:
         raise RunError("the topology has neither an experiment: nor a search: section, "
                        "so there is nothing to run")
     network.check_buildable(spec, delay_backend)  # before any folder is made
+    if cluster is not None:
+        why = span.refusal(spec)
+        if why:
+            raise RunError(why)
+        agent_start = "popen"     # the launcher forks on its own machine only
     max_time = (spec.search or spec.experiment).max_time
     if source_text is None:
         with open(spec.source) as f:
@@ -525,8 +552,14 @@ def run(spec, runs_root, delay_backend="auto", show=print, say=print, on_folder=
         if agent_start == "launcher":
             # First: its imports (seconds of CPU) then overlap with building the network.
             launcher = Launcher(folder.file("launcher.log"), env=env)
-        net = network.build(spec, delay_backend=delay_backend, link_log=folder.links,
-                            run_dir=folder.path)
+        if cluster is None:
+            net = network.build(spec, delay_backend=delay_backend, link_log=folder.links,
+                                run_dir=folder.path)
+        else:
+            net = span.build(spec, cluster, machine_of, delay_backend, folder.links, folder.path,
+                             text=source_text, overrides=overrides)
+            say("machines: " + "; ".join(f"{m}: {', '.join(sorted(s.dcs))}"
+                                         for m, s in net.shares.items()))
         runner_event(folder, "network_up", run_id=net.state.run_id, agent_start=agent_start)
         folder.write_json("env.json", environment(net))
         say(f"network up (run {net.state.run_id}); delay by {net.backend.name}: "

@@ -12,7 +12,8 @@ HERE = pathlib.Path(__file__).parent
 # --no-loadscope-reorder: xdist would order them by their number of tests),
 # so with these first the last file to end is a short one and the processes
 # finish together.  Only the order changes: a file not named runs after these.
-LONGEST_FIRST = ("test_living_wan.py", "test_cluster_sweep.py", "test_sync_schemes.py", "test_flower.py",
+LONGEST_FIRST = ("test_living_wan.py", "test_cluster_sweep.py", "test_spanning.py", "test_sync_schemes.py",
+                 "test_flower.py",
                  "test_probe_scale.py", "test_wan_links.py", "test_programs.py")
 
 

@@ -57,3 +57,18 @@ def test_the_meter_sees_a_core_this_process_keeps_busy():
     assert lap["busy"] + lap["stolen"] >= 0.8 / os.cpu_count(), lap
     assert 0.0 <= lap["stolen"] <= 1.0 - lap["busy"] + 1e-9     # shares of one total: equal up to rounding
     assert 0.0 <= meter.busy() <= 1.0
+
+
+def test_over_several_machines_the_busiest_machine_is_reported_and_named():
+    # a: busy 0.2 and 0.4 (mean 0.3); b: 0.5 and 1.0 (mean 0.75, one second of two saturated).
+    samples = [{"t": 1.0, "machine": "a", "busy": 0.2, "cores": 2},
+               {"t": 1.0, "machine": "b", "busy": 0.5, "cores": 4},
+               {"t": 2.0, "machine": "a", "busy": 0.4, "cores": 2},
+               {"t": 2.0, "machine": "b", "busy": 1.0, "cores": 4}]
+    load = cpu.busiest_machine(samples)
+    assert load == {"cores": 4, "busy": 0.75, "saturated": 0.5, "stolen": None,
+                    "machine": "b", "machines": 2}
+    assert "on b, the busiest of 2 machines" in cpu.describe(load)
+    # Samples of one machine name none: the plain summary.
+    assert cpu.busiest_machine([{k: v for k, v in s.items() if k != "machine"} for s in samples[:1]]) \
+        == cpu.load_summary(samples[:1])
