@@ -8,14 +8,15 @@ the tunnel is an ordinary interface in the namespace where the local
 network would have had its veth end: the router's WAN interface, or, on
 the machine of the link's first DC (`a`), the delay line's far side.  So
 each direction is still shaped at its sending router's egress, and the
-delay line stays in one place per link, on a's machine: a link means the
-same wherever its ends land.
+delay line stays in one place per link, on a's machine; the underlay's own
+one-way time, measured before the build, is taken off the link's delay.
+So a link means the same wherever its ends land.
 
 The VXLAN header takes 50 bytes of the underlay's frame, so an emulated
 MTU of 1500 needs an underlay MTU of at least 1550 (UNDERLAY_MTU).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 VXLAN_PORT = 4789
 VXLAN_OVERHEAD = 50
@@ -31,6 +32,23 @@ class Tunnel:
     vni: int
     local: str       # this machine's underlay address
     remote: str      # the other end's
+    lag: float = 0.0  # seconds the underlay takes one way, taken off the link's delay
+
+
+def lagged(direction, lag):
+    """A direction whose frames also cross an underlay taking `lag` seconds:
+    its delay less the lag, so the two add up to the configured delay (never
+    below its jitter, which the delay must hold)."""
+    return replace(direction, delay=max(direction.jitter, direction.delay - lag))
+
+
+def lagged_spec(spec, share):
+    """spec with every link that crosses to another machine lagged."""
+    wan = list(spec.wan)
+    for t in share.tunnels:
+        link = wan[t.link]
+        wan[t.link] = replace(link, ab=lagged(link.ab, t.lag), ba=lagged(link.ba, t.lag))
+    return replace(spec, wan=tuple(wan))
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@
       link_samples.jsonl each WAN direction's configured rate and bytes sent, every second
       cpu_samples.jsonl  the share of the machine's cores busy, every second (every machine's, each
                          line naming it, when the WAN spans machines)
-      clocks.json        when the WAN spans machines: each one's clock offset and its DCs
+      clocks.json        when the WAN spans machines: each one's clock offset and its DCs,
+                         and the underlay's round trip between them
       summary.json, *.png   written by the report
 """
 

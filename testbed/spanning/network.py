@@ -120,6 +120,7 @@ class SpanningNetwork:
         self.backend = None
         self.state = None
         self.offsets = {}
+        self.underlay = {}                 # "m1-m2": the underlay's round trip between them
         self._changing = threading.Lock()
         self._counter = 0
         self._polled = {}                  # machine -> (time, {name: code})
@@ -135,6 +136,7 @@ class SpanningNetwork:
         every machine's part down before the error rises."""
         for name, m in self.machines.items():
             self.offsets[name] = m.offset()
+        self._lag_tunnels()
         results, errors = {}, []
 
         def one(name):
@@ -143,8 +145,8 @@ class SpanningNetwork:
                     "build", timeout=BUILD_TIMEOUT, text=self.text, overrides=self.overrides,
                     source=self.spec.source, name=self.spec.name, digest=spec_digest(self.spec),
                     share=self.shares[name].to_dict(), delay_backend=delay_backend, run_dir=run_dir)
-            except NetworkError as e:
-                errors.append(str(e))
+            except Exception as e:  # noqa: BLE001 - every machine's failure is reported
+                errors.append(str(e) or type(e).__name__)
 
         threads = [threading.Thread(target=one, args=(n,)) for n in self.machines]
         for t in threads:
@@ -166,6 +168,27 @@ class SpanningNetwork:
                  for m, r in results.items()}
         self.plan = merged_plan(plans, self.machine_of, self.state.run_id)
         return self
+
+    def _lag_tunnels(self):
+        """Each pair of machines a link crosses between: the underlay's mean
+        round trip, read from one of them; half of it is each tunnel's lag
+        (share.lagged), the same at both ends."""
+        rtt = {}
+        for m, part in sorted(self.shares.items()):
+            lagged = []
+            for t in part.tunnels:
+                pair = tuple(sorted((m, self._peer(m, t.link))))
+                if pair not in rtt:
+                    rtt[pair] = self.machines[pair[0]].call(
+                        "underlay_rtt", address=self.machines[pair[1]].address)
+                lagged.append(dataclasses.replace(t, lag=rtt[pair] / 2))
+            self.shares[m] = dataclasses.replace(part, tunnels=tuple(lagged))
+        self.underlay = {"-".join(pair): value for pair, value in rtt.items()}
+
+    def _peer(self, machine, link):
+        """The other machine link `link` crosses to from `machine`."""
+        return next(m for m, part in self.shares.items()
+                    if m != machine and part.tunnel(link) is not None)
 
     def _find_shared(self, run_dir):
         """Which machines see the driver's run folder (a shared filesystem, or
@@ -305,9 +328,9 @@ class SpanningNetwork:
             if ext == ".jsonl" and abs(offset) > within:
                 shift_times(os.path.join(agents, name), -offset)
         with open(os.path.join(self.run_dir, "clocks.json"), "w") as f:
-            json.dump({m: {"offset": o, "within": u, "machine_of": sorted(
+            json.dump({"machines": {m: {"offset": o, "within": u, "machine_of": sorted(
                 dc for dc, owner in self.machine_of.items() if owner == m)}
-                for m, (o, u) in self.offsets.items()}, f, indent=1)
+                for m, (o, u) in self.offsets.items()}, "underlay_rtt": self.underlay}, f, indent=1)
 
     def stop(self):
         """Every machine tears its part down; a machine that does not answer

@@ -19,6 +19,7 @@ import base64
 import io
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -58,6 +59,7 @@ class Part:
 
     def __init__(self, machine):
         self.machine = machine
+        self.share = None
         self.net = None
         self.procs = {}
         self.cpu = None
@@ -77,16 +79,14 @@ class Part:
             with open(path, "wb") as f:
                 f.write(base64.b64decode(data))
 
-    def collect(self, root, skip=()):
-        """The files under root as a gzipped tar, those named in skip left out."""
+    def collect(self, root):
+        """The files under root as a gzipped tar."""
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w:gz") as tar:
             for folder, _, names in os.walk(root):
                 for name in names:
                     path = os.path.join(folder, name)
-                    rel = os.path.relpath(path, root)
-                    if rel not in skip:
-                        tar.add(path, arcname=rel)
+                    tar.add(path, arcname=os.path.relpath(path, root))
         return base64.b64encode(buf.getvalue()).decode()
 
     def exists(self, path):
@@ -99,7 +99,7 @@ class Part:
         --set `overrides`, read here exactly as the driver read it (its
         digest says so), or refused."""
         from testbed.emulation import network
-        from testbed.emulation.share import Share
+        from testbed.emulation.share import Share, lagged_spec
         from testbed.spanning.network import spec_digest
         from testbed.spec.overrides import apply, assignment
         from testbed.spec.topology import from_document, parse_text
@@ -108,16 +108,37 @@ class Part:
         if spec_digest(spec) != digest:
             raise ValueError("this machine reads the topology differently from the driver: "
                              "install the same testbed on every machine")
+        self.share = Share.from_dict(share)
+        spec = lagged_spec(spec, self.share)
         if run_dir:
             os.makedirs(run_dir, exist_ok=True)
         self.net = network.build(spec, delay_backend=delay_backend, run_dir=run_dir,
-                                 share=Share.from_dict(share))
+                                 share=self.share)
         return {"run_id": self.net.state.run_id, "backend": self.net.backend.name,
                 "description": self.net.backend.description,
                 "uses_relays": self.net.backend.uses_relays}
 
     def change(self, a, b, both, changes, source):
-        self.net.change_link(a, b, both=both, source=source, **changes)
+        """A live change; a delay on a link that crosses the underlay is
+        lagged as at the build, per direction (their jitters may differ)."""
+        tunnel = self.share.tunnel(self.net.plan.link(a, b).index)
+        if tunnel is None or changes.get("delay") is None:
+            self.net.change_link(a, b, both=both, source=source, **changes)
+            return
+        for src, dst in [(a, b), (b, a)] if both else [(a, b)]:
+            jitter = changes.get("jitter")
+            jitter = self.net.current[(src, dst)].jitter if jitter is None else jitter
+            delay = max(jitter, changes["delay"] - tunnel.lag)
+            self.net.change_link(src, dst, both=False, source=source, **{**changes, "delay": delay})
+
+    def underlay_rtt(self, address, count=20):
+        """The mean round trip to another machine's underlay address, in seconds."""
+        out = subprocess.run(["ping", "-n", "-q", "-c", str(count), "-i", "0.01", address],
+                             capture_output=True, text=True).stdout
+        m = re.search(r"= [\d.]+/([\d.]+)/", out)
+        if not m:
+            raise ValueError(f"no ping reply from the underlay address {address}")
+        return float(m.group(1)) / 1e3
 
     def counters(self, pairs):
         return [list(self.net.shaper_counters(src, dst)) for src, dst in pairs]

@@ -14,7 +14,16 @@ import time
 import pytest
 
 from testbed.emulation.plan import make_plan
-from testbed.emulation.share import LINK_BITS, Share, ShareError, Tunnel, shares, vni
+from testbed.emulation.share import (
+    LINK_BITS,
+    Share,
+    ShareError,
+    Tunnel,
+    lagged_spec,
+    shares,
+    vni,
+)
+from testbed.emulation.share import lagged as lagged_direction
 from testbed.spanning import node
 from testbed.spanning.client import Machine
 from testbed.spanning.network import merged_plan, spec_digest
@@ -147,3 +156,15 @@ def test_two_machines_agree_on_a_topology_only_when_they_read_it_alike():
     assert spec_digest(moved) == spec_digest(spec)
     faster = dataclasses.replace(spec, lan=dataclasses.replace(spec.lan, rate=spec.lan.rate / 2))
     assert spec_digest(faster) != spec_digest(spec)
+
+
+def test_a_crossing_link_gives_the_underlays_lag_back_never_below_its_jitter():
+    spec = quickstart()
+    share = Share("B", frozenset({"tokyo"}), (Tunnel(1, 1025, "192.0.2.2", "192.0.2.1", lag=0.0005),))
+    lagged = lagged_spec(spec, share)
+    # virginia-tokyo, 40 ms each way, crosses: 39.5 ms plus the underlay's 0.5 ms.
+    assert lagged.wan[1].ab.delay == pytest.approx(0.0395) and lagged.wan[1].ba.delay == pytest.approx(0.0395)
+    assert lagged.wan[0] == spec.wan[0] and lagged.wan[2] == spec.wan[2]
+    assert lagged.wan[1].ab.queue == spec.wan[1].ab.queue      # the queue the configured link has
+    jittery = dataclasses.replace(spec.wan[1].ab, delay=0.002, jitter=0.0018)
+    assert lagged_direction(jittery, 0.0005).delay == pytest.approx(0.0018)
