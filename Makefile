@@ -6,7 +6,7 @@ PYTEST := $(VENV)/bin/python -m pytest
 # One unit-test process more than there are cores: many of them wait on sockets and timers.
 UNIT_PROCS := $(shell echo $$(( $$(nproc) + 1 )))
 
-.PHONY: install install-test run test test-unit clean selftest bench vm-tools vm-image vm vm-test vm-bench box
+.PHONY: install install-test run test test-unit clean selftest bench vm-tools vm-image vm vm-test vm-bench vm-cluster box
 
 install:
 	bash scripts/install.sh
@@ -62,6 +62,11 @@ vm-test: vm-tools
 
 vm-bench: vm-tools
 	$(VM) -- 'COLUMNS=160 python benchmarks/scale.py --delay-backend netem'
+
+# One WAN across VMs (vm/cluster.py): 2 VMs, `testbed selftest --cluster` in
+# the first; e.g. CLUSTER_ARGS='--machines 3 -- FILE --place DC=192.0.2.3 ...'.
+vm-cluster: vm-tools
+	python3 vm/cluster.py $(CLUSTER_ARGS)
 
 box: vm-tools
 	bash vm/box.sh
