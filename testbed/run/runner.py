@@ -241,11 +241,14 @@ def launch(net, configs, folder, launcher=None, env=None):
     one, each its own interpreter through Mininet's popen."""
     agents, requests = [], []
     for cfg in configs:
+        # A probe or the coordinator runs on its DC's router; every other agent on its own host.
+        host = f"{cfg.dc}-r" if cfg.role in ("probe", "coordinator", "scheduler") else cfg.name
+        if isinstance(net, SpanningNetwork) and cfg.probe is not None:
+            # The probes' common epoch, on the clock of the machine this one runs on.
+            cfg.probe.epoch += net.offset_of(host)
         path = folder.agent_file(cfg.name, "json")
         cfg.save(path)
         log_path = folder.agent_file(cfg.name, "log")
-        # A probe or the coordinator runs on its DC's router; every other agent on its own host.
-        host = f"{cfg.dc}-r" if cfg.role in ("probe", "coordinator", "scheduler") else cfg.name
         if launcher is not None:
             requests.append({"name": cfg.name, "role": cfg.role, "config": path, "log": log_path,
                              "netns_pid": net.node(host).pid})
@@ -270,12 +273,9 @@ def launch(net, configs, folder, launcher=None, env=None):
 
 def launch_remote(net, cfg, host, path, log_path, env):
     """One agent on the machine of a spanning network that runs its host:
-    its config's times moved to that machine's clock, sent there if the
-    machine does not see the run folder, started by that machine's
-    interpreter with only what the agents need of the environment."""
-    if cfg.probe is not None:
-        cfg.probe.epoch += net.offset_of(host)
-        cfg.save(path)
+    its config sent there if the machine does not see the run folder,
+    started by that machine's interpreter with only what the agents need
+    of the environment."""
     keep = {k: v for k, v in (env or agent_env()).items() if k in ("PYTHONUNBUFFERED", "PYTHONPATH")}
     return net.start(host, ["-m", "agents", cfg.role, "--config", path], env=keep, log=log_path,
                      python=True, files=[path])

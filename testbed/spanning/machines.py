@@ -16,7 +16,6 @@ import os
 import select
 import subprocess
 import sys
-import time
 
 from testbed.spanning.client import Machine
 from testbed.sweeps import cluster as sweeps_cluster
@@ -72,6 +71,7 @@ class Cluster:
         self.actors = {}
         self.machines = {}
         self.cores = {}
+        name = None
         try:
             for n in nodes:
                 name = n["NodeManagerAddress"]
@@ -81,6 +81,12 @@ class Cluster:
                 port, cores = ray.get(a.where.remote(), timeout=START_TIMEOUT)
                 self.machines[name] = Machine(name, name, port)
                 self.cores[name] = cores
+        except ray.exceptions.RayError as e:
+            self.close()
+            # The actor's own error (the testbed missing there, say), in one line.
+            cause = getattr(e, "cause", None) or e
+            first = (str(cause).strip().splitlines() or [type(cause).__name__])[-1]
+            raise sweeps_cluster.ClusterError(f"machine {name} cannot serve its part: {first}") from None
         except BaseException:
             self.close()
             raise
@@ -106,21 +112,3 @@ class Cluster:
 
     def __exit__(self, *exc):
         self.close()
-
-
-def wait_for(address, machines, timeout=120.0):
-    """Until the cluster at address has `machines` machines with `testbed`
-    (tests start them a moment before)."""
-    import ray
-    deadline = time.monotonic() + timeout
-    sweeps_cluster.connect(address)
-    try:
-        while time.monotonic() < deadline:
-            have = sum(1 for n in ray.nodes() if n.get("Alive")
-                       and n.get("Resources", {}).get(sweeps_cluster.RESOURCE, 0) >= 1)
-            if have >= machines:
-                return have
-            time.sleep(0.5)
-    finally:
-        sweeps_cluster.disconnect()
-    raise TimeoutError(f"{machines} machines did not join {address} in {timeout:g} s")
